@@ -1,0 +1,192 @@
+// Allreduce of ResNet-50's gradients (161 float32 tensors, 25,557,032 elements) as a training loop
+// submits them, one by one, then waits for all: kolo against MPI_Allreduce in the same run.
+//
+//   mpirun -np 2 benchmarks/resnet50_allreduce [--steps 20] [--rounds 3] [--json out.json]
+//
+// Rows, interleaved round by round so that drift hits all alike: kolo with its defaults, kolo with
+// fusion off, kolo with the response cache off; one MPI_Allreduce of all the bytes (the reference);
+// MPI_Allreduce of the same bytes in 4 MiB pieces; one MPI_Allreduce per tensor. Sum, so that every
+// row does the same arithmetic. Then the latency of one 4-byte allreduce, kolo against MPI.
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "bench_util.h"
+#include "kolo/kolo.h"
+
+#ifndef KOLO_RESNET50_SHAPES
+#define KOLO_RESNET50_SHAPES "benchmarks/data/resnet50_grad_shapes.txt"
+#endif
+
+namespace {
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+std::vector<Tensor> read_shapes(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) {
+    std::cerr << "cannot read " << path << "\n";
+    std::exit(2);
+  }
+  std::vector<Tensor> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    Tensor t;
+    std::string dims;
+    s >> t.name >> dims;
+    int64_t n = 1;
+    std::istringstream d(dims);
+    std::string part;
+    while (std::getline(d, part, 'x')) {
+      t.shape.push_back(std::stoll(part));
+      n *= t.shape.back();
+    }
+    // Zeros: a sum that stays finite however many steps run.
+    t.data.assign(static_cast<size_t>(n), 0.0f);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void check(const kolo::Status& s) {
+  if (!s.ok()) {
+    std::cerr << s.to_string() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  int steps = 20, rounds = 3, warmup = 3;
+  std::string shapes = KOLO_RESNET50_SHAPES, json;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--steps") steps = std::atoi(argv[i + 1]);
+    else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else if (a == "--warmup") warmup = std::atoi(argv[i + 1]);
+    else if (a == "--shapes") shapes = argv[i + 1];
+    else if (a == "--json") json = argv[i + 1];
+  }
+
+  std::vector<Tensor> tensors = read_shapes(shapes);
+  size_t total = 0;
+  for (const Tensor& t : tensors) total += t.data.size();
+  std::vector<float> flat(total, 0.0f);
+  const double bytes = static_cast<double>(total) * sizeof(float);
+
+  auto kolo_step = [&] {
+    std::vector<kolo::Handle> handles;
+    handles.reserve(tensors.size());
+    kolo::AllreduceOptions sum;
+    sum.op = kolo::ReduceOp::kSum;
+    for (Tensor& t : tensors) {
+      kolo::TensorView v = kolo::cpu_view(t.data.data(), t.shape);
+      handles.push_back(kolo::allreduce_async(t.name, v, v, sum));
+    }
+    for (kolo::Handle h : handles) check(kolo::wait(h));
+  };
+  auto mpi_whole = [&] { MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
+  auto mpi_pieces = [&] {
+    const size_t piece = (4u << 20) / sizeof(float);
+    for (size_t off = 0; off < total; off += piece) {
+      MPI_Allreduce(MPI_IN_PLACE, flat.data() + off, static_cast<int>(std::min(piece, total - off)), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+    }
+  };
+  auto mpi_per_tensor = [&] {
+    for (Tensor& t : tensors) {
+      MPI_Allreduce(MPI_IN_PLACE, t.data.data(), static_cast<int>(t.data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+  };
+
+  struct Mode {
+    std::string name;
+    kolo::Settings settings;  // kolo rows only
+    std::function<void()> step;
+    bool uses_kolo;
+  };
+  const std::vector<Mode> modes = {
+      {"MPI_Allreduce, all bytes in one call", {}, mpi_whole, false},
+      {"kolo (defaults)", {}, kolo_step, true},
+      {"kolo, fusion off", {{"KOLO_FUSION_THRESHOLD_BYTES", "0"}}, kolo_step, true},
+      {"kolo, cache off", {{"KOLO_CACHE_CAPACITY", "0"}}, kolo_step, true},
+      {"MPI_Allreduce in 4 MiB pieces", {}, mpi_pieces, false},
+      {"MPI_Allreduce per tensor", {}, mpi_per_tensor, false},
+  };
+  std::map<std::string, std::vector<double>> samples;
+  for (int round = 0; round < rounds; ++round) {
+    for (const Mode& m : modes) {
+      if (m.uses_kolo) check(kolo::init(m.settings));
+      for (int s = 0; s < warmup + steps; ++s) {
+        const double dt = bench::timed_step(m.step);
+        if (s >= warmup) samples[m.name].push_back(dt);
+      }
+      if (m.uses_kolo) check(kolo::shutdown());
+    }
+  }
+
+  // Latency: one 4-byte allreduce, kolo against MPI, alternating.
+  check(kolo::init());
+  std::vector<double> lat_kolo, lat_mpi;
+  float one = 1.0f;
+  for (int i = 0; i < 400; ++i) {
+    kolo::AllreduceOptions sum;
+    sum.op = kolo::ReduceOp::kSum;
+    const double k = bench::timed_step([&] { check(kolo::allreduce("latency", kolo::cpu_view(&one, {1}), kolo::cpu_view(&one, {1}), sum)); });
+    const double m = bench::timed_step([&] { MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); });
+    if (i >= 50) {
+      lat_kolo.push_back(k);
+      lat_mpi.push_back(m);
+    }
+  }
+  check(kolo::shutdown());
+
+  if (rank == 0) {
+    std::vector<bench::Row> rows;
+    for (const Mode& m : modes) rows.push_back({m.name, bench::median(samples[m.name]), bytes, 0.0});
+    for (bench::Row& r : rows) r.ratio = r.seconds / rows[0].seconds;
+    std::printf("# ResNet-50 gradients: %zu float32 tensors, %zu elements (%.1f MB), sum, %d ranks\n", tensors.size(),
+                total, bytes / 1e6, size);
+    std::printf("# median of %d steps x %d rounds; ratio = time / time of one MPI_Allreduce of all bytes\n", steps, rounds);
+    std::printf("%-40s %12s %10s %10s %8s\n", "", "time/step", "algbw", "busbw", "ratio");
+    std::printf("%-40s %12s %10s %10s %8s\n", "", "(ms)", "(GB/s)", "(GB/s)", "");
+    for (const bench::Row& r : rows) {
+      std::printf("%-40s %12.2f %10.2f %10.2f %8.3f\n", r.name.c_str(), r.seconds * 1e3, bench::algbw(r),
+                  bench::busbw(r, size), r.ratio);
+    }
+    const double lk = bench::median(lat_kolo), lm = bench::median(lat_mpi);
+    std::printf("# latency, one 4-byte allreduce: kolo %.1f us, MPI_Allreduce %.1f us, ratio %.2f\n", lk * 1e6, lm * 1e6,
+                lk / lm);
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << "{\n  \"benchmark\": \"resnet50_allreduce\",\n  \"ranks\": " << size << ",\n  \"tensors\": " << tensors.size()
+          << ",\n  \"bytes\": " << static_cast<long long>(bytes) << ",\n  \"steps\": " << steps << ",\n  \"rounds\": " << rounds
+          << ",\n  \"rows\": [\n";
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const bench::Row& r = rows[i];
+        out << "    {\"name\": \"" << bench::json_escape(r.name) << "\", \"seconds\": " << r.seconds
+            << ", \"algbw_gbps\": " << bench::algbw(r) << ", \"busbw_gbps\": " << bench::busbw(r, size)
+            << ", \"ratio\": " << r.ratio << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+      }
+      out << "  ],\n  \"latency_4_bytes\": {\"kolo_seconds\": " << lk << ", \"mpi_seconds\": " << lm << "}\n}\n";
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}

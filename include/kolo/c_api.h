@@ -1,0 +1,127 @@
+/* kolo's C ABI: the same functions as kolo.h, for bindings (kolo's Python package uses only this)
+ * and other languages. Stable: functions and enum values are only ever added.
+ *
+ * Functions returning int32_t return a kolo_status_code; after a non-zero return,
+ * kolo_last_error() gives the message on the calling thread. Async functions return a handle,
+ * which is always valid: a call rejected at once gives a handle that has already failed. */
+#ifndef KOLO_C_API_H_
+#define KOLO_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kolo/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KOLO_C_API_VERSION 1
+
+typedef enum {
+  KOLO_OK = 0,
+  KOLO_INVALID_ARGUMENT = 1,
+  KOLO_NOT_INITIALIZED = 2,
+  KOLO_MISMATCH = 3,
+  KOLO_ABORTED = 4,
+  KOLO_INTERNAL = 5,
+  KOLO_UNSUPPORTED = 6,
+  KOLO_TIMEOUT = 7
+} kolo_status_code;
+
+typedef enum {
+  KOLO_UINT8 = 0,
+  KOLO_INT8 = 1,
+  KOLO_INT32 = 2,
+  KOLO_INT64 = 3,
+  KOLO_FLOAT16 = 4,
+  KOLO_BFLOAT16 = 5,
+  KOLO_FLOAT32 = 6,
+  KOLO_FLOAT64 = 7
+} kolo_dtype;
+
+typedef enum { KOLO_SUM = 0, KOLO_AVERAGE = 1, KOLO_MIN = 2, KOLO_MAX = 3, KOLO_PRODUCT = 4 } kolo_reduce_op;
+
+typedef enum { KOLO_CPU = 0, KOLO_CUDA = 1 } kolo_device_type;
+
+typedef int64_t kolo_handle;
+
+/* A view of caller-owned memory. strides NULL: contiguous. */
+typedef struct {
+  void* data;
+  int32_t dtype;        /* kolo_dtype */
+  int32_t ndim;
+  const int64_t* shape; /* ndim entries, in elements */
+  const int64_t* strides;
+  int32_t device_type;  /* kolo_device_type */
+  int32_t device_index;
+  void* stream;         /* cudaStream_t for CUDA tensors, else NULL */
+} kolo_tensor;
+
+/* Called on kolo's thread when an enqueued op ends, before kolo_wait returns for it (not for a call
+ * rejected at once). user_data tells the caller which op it was. */
+typedef void (*kolo_done_fn)(void* user_data, int32_t status_code, const char* message);
+/* For allgather and alltoall: memory for an output of this shape (the input's dtype and device).
+ * Return NULL to fail the op (NULL is fine for an empty output). Pass no allocator to let kolo
+ * allocate; the memory then comes back through kolo_output. */
+typedef void* (*kolo_allocate_fn)(void* user_data, int32_t ndim, const int64_t* shape);
+
+/* An op's result beyond its status; owns memory kolo allocated. */
+typedef struct kolo_output kolo_output;
+
+KOLO_EXPORT const char* kolo_last_error(void);
+
+KOLO_EXPORT int32_t kolo_init(void);
+/* KOLO_* settings taking precedence over the environment: count pairs of keys and values. */
+KOLO_EXPORT int32_t kolo_init_with_settings(const char* const* keys, const char* const* values, int32_t count);
+KOLO_EXPORT int32_t kolo_shutdown(void);
+KOLO_EXPORT int32_t kolo_is_initialized(void);
+KOLO_EXPORT int32_t kolo_rank(void);
+KOLO_EXPORT int32_t kolo_size(void);
+KOLO_EXPORT int32_t kolo_local_rank(void);
+KOLO_EXPORT int32_t kolo_local_size(void);
+KOLO_EXPORT int32_t kolo_cross_rank(void);
+KOLO_EXPORT int32_t kolo_cross_size(void);
+KOLO_EXPORT int32_t kolo_mpi_threads_supported(void);
+
+KOLO_EXPORT kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                             int32_t op, double prescale_factor, double postscale_factor,
+                                             kolo_done_fn done, void* done_data);
+KOLO_EXPORT kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
+                                             void* allocate_data, kolo_done_fn done, void* done_data);
+KOLO_EXPORT kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                             int32_t root_rank, kolo_done_fn done, void* done_data);
+/* splits may be NULL (num_splits 0) for an even split. */
+KOLO_EXPORT kolo_handle kolo_alltoall_async(const char* name, const kolo_tensor* input, const int64_t* splits,
+                                            int32_t num_splits, kolo_allocate_fn allocate, void* allocate_data,
+                                            kolo_done_fn done, void* done_data);
+KOLO_EXPORT kolo_handle kolo_reducescatter_async(const char* name, const kolo_tensor* input,
+                                                 const kolo_tensor* output, int32_t op, double prescale_factor,
+                                                 double postscale_factor, kolo_done_fn done, void* done_data);
+KOLO_EXPORT kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data);
+KOLO_EXPORT int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size);
+
+/* 1: done, 0: in flight, negative: unknown handle. Does not release the handle. */
+KOLO_EXPORT int32_t kolo_poll(kolo_handle handle);
+/* Waits (timeout_seconds < 0: without limit) and releases the handle, returning its status. On
+ * KOLO_TIMEOUT the handle stays valid. output may be NULL; else *output receives a kolo_output
+ * (free it with kolo_output_free) or NULL when the op produced nothing beyond its status. */
+KOLO_EXPORT int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output);
+
+KOLO_EXPORT void* kolo_output_data(const kolo_output* output);
+KOLO_EXPORT int32_t kolo_output_ndim(const kolo_output* output);
+KOLO_EXPORT const int64_t* kolo_output_shape(const kolo_output* output);
+KOLO_EXPORT int32_t kolo_output_num_received_splits(const kolo_output* output);
+KOLO_EXPORT const int64_t* kolo_output_received_splits(const kolo_output* output);
+KOLO_EXPORT void kolo_output_free(kolo_output* output);
+
+/* "1.2.3" */
+KOLO_EXPORT const char* kolo_version(void);
+/* Which of MPI, CUDA and NCCL this build has, with versions; one line each. */
+KOLO_EXPORT const char* kolo_build_summary(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KOLO_C_API_H_ */

@@ -1,0 +1,174 @@
+// kolo's C++ API: data-parallel collectives negotiated, fused and run by a background engine.
+//
+//   kolo::init();                                   // once per process, after or instead of MPI_Init
+//   kolo::Handle h = kolo::allreduce_async("grad/w", view, view);
+//   ... more work ...
+//   kolo::Status s = kolo::wait(h);                 // s.ok(), or why not (naming the tensor and ranks)
+//
+// Every rank must submit an operation of a given name for it to run; ranks may submit in any order
+// and from any thread. An empty name asks kolo to number the call, which is only safe when every rank
+// makes its unnamed calls of that kind in the same order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kolo/export.h"
+#include "kolo/status.h"
+#include "kolo/tensor.h"
+
+namespace kolo {
+
+// ---- Lifecycle and topology ------------------------------------------------------------------
+
+// KOLO_* settings that take precedence over the environment, e.g. {{"KOLO_FUSION_THRESHOLD_BYTES", "0"}}.
+using Settings = std::map<std::string, std::string>;
+
+// Starts the engine. Initializes MPI unless the application already did (then kolo works on a
+// duplicate of MPI_COMM_WORLD and leaves MPI_Finalize to the application). Calling it again while
+// initialized is a no-op; after shutdown() it starts a fresh engine.
+KOLO_EXPORT Status init(const Settings& overrides = {});
+// Stops the engine on every rank (the first rank to call it ends the job's collectives): operations
+// still in flight fail with kAborted, so no waiter is left behind.
+KOLO_EXPORT Status shutdown();
+KOLO_EXPORT bool is_initialized();
+
+// All of these return -1 before init().
+KOLO_EXPORT int rank();
+KOLO_EXPORT int size();
+KOLO_EXPORT int local_rank();   // index among the ranks on this host
+KOLO_EXPORT int local_size();   // ranks on this host
+KOLO_EXPORT int cross_rank();   // index of this host
+KOLO_EXPORT int cross_size();   // number of hosts
+// True when MPI gave MPI_THREAD_MULTIPLE, so the application may make its own MPI calls concurrently.
+KOLO_EXPORT bool mpi_threads_supported();
+
+// ---- Operations ------------------------------------------------------------------------------
+
+// Values are part of the C ABI and wire format: append, never renumber.
+enum class ReduceOp : int32_t {
+  kSum = 0,
+  kAverage = 1,  // sum divided by the number of ranks (integers: truncated, as C does)
+  kMin = 2,
+  kMax = 3,
+  kProduct = 4,
+};
+KOLO_EXPORT const char* reduce_op_name(ReduceOp op);
+
+// Runs on kolo's thread once an enqueued operation has finished, successfully or not, before wait()
+// returns. Not called for a call rejected at once (its handle carries the error).
+using DoneCallback = std::function<void(const Status&)>;
+// For operations whose output shape is known only once the ranks agree (allgather, alltoall): called
+// on kolo's thread with that shape; fills `out` with memory of that shape, dtype and device.
+using OutputAllocator = std::function<Status(const std::vector<int64_t>& shape, TensorView* out)>;
+
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  double prescale_factor = 1.0;   // applied to the input before the reduction (floating point only)
+  double postscale_factor = 1.0;  // applied to the result (floating point only)
+  DoneCallback on_done;
+};
+
+struct ReducescatterOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  double prescale_factor = 1.0;
+  double postscale_factor = 1.0;
+  DoneCallback on_done;
+};
+
+struct SizedOutputOptions {
+  OutputAllocator allocate;  // empty: kolo allocates, and wait() hands the memory over in Output
+  DoneCallback on_done;
+};
+
+struct BroadcastOptions {
+  DoneCallback on_done;
+};
+
+// An operation in flight. Copyable; wait() consumes it.
+class KOLO_EXPORT Handle {
+ public:
+  Handle() = default;
+  explicit Handle(int64_t id) : id_(id) {}
+  int64_t id() const { return id_; }
+  bool valid() const { return id_ > 0; }
+
+ private:
+  int64_t id_ = 0;
+};
+
+// What an operation produced beyond its status.
+struct Output {
+  TensorView view;                        // the result (allgather, alltoall)
+  std::shared_ptr<void> storage;          // owns `view`'s memory when kolo allocated it
+  std::vector<int64_t> received_splits;   // alltoall: rows received from each rank
+};
+
+// A call that is wrong in itself (bad dtype, null data, wrong output size, name already in flight,
+// kolo not initialized, ...) returns a handle that has already failed with kInvalidArgument or
+// kNotInitialized: nothing was enqueued.
+
+// output may be the input (in place). Shapes and dtypes must match.
+KOLO_EXPORT Handle allreduce_async(const std::string& name, const TensorView& input,
+                                   const TensorView& output, const AllreduceOptions& options = {});
+// Concatenates every rank's input along the first dimension, which may differ per rank.
+KOLO_EXPORT Handle allgather_async(const std::string& name, const TensorView& input,
+                                   const SizedOutputOptions& options = {});
+// output receives root's input on every rank; output may be the input (in place).
+KOLO_EXPORT Handle broadcast_async(const std::string& name, const TensorView& input,
+                                   const TensorView& output, int root_rank,
+                                   const BroadcastOptions& options = {});
+// Sends splits[r] rows of the input (along the first dimension, in rank order) to rank r.
+// Empty splits: the first dimension is divided evenly (it must divide by size()).
+KOLO_EXPORT Handle alltoall_async(const std::string& name, const TensorView& input,
+                                  const std::vector<int64_t>& splits,
+                                  const SizedOutputOptions& options = {});
+// Reduces across ranks, then rank r keeps its block of the first dimension: rows are divided as
+// evenly as possible, lower ranks taking one extra row when they do not divide (reducescatter_rows).
+KOLO_EXPORT Handle reducescatter_async(const std::string& name, const TensorView& input,
+                                       const TensorView& output,
+                                       const ReducescatterOptions& options = {});
+KOLO_EXPORT Handle barrier_async(const DoneCallback& on_done = {});
+
+KOLO_EXPORT int64_t reducescatter_rows(int64_t total_rows, int rank, int size);
+
+// Blocks until the operation ends, then releases the handle. Every operation ends: with its result,
+// with an error naming the tensor and ranks, or with kAborted when the engine stops.
+KOLO_EXPORT Status wait(Handle handle, Output* output = nullptr);
+// As wait(), but gives up after timeout_seconds with kTimeout and keeps the handle.
+KOLO_EXPORT Status wait_for(Handle handle, double timeout_seconds, Output* output = nullptr);
+// std::nullopt while the operation is in flight; its status once done. Does not release the handle.
+KOLO_EXPORT std::optional<Status> poll(Handle handle);
+
+// Blocking forms: enqueue, then wait.
+KOLO_EXPORT Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                             const AllreduceOptions& options = {});
+KOLO_EXPORT Status allgather(const std::string& name, const TensorView& input, Output* output,
+                             const SizedOutputOptions& options = {});
+KOLO_EXPORT Status broadcast(const std::string& name, const TensorView& input, const TensorView& output,
+                             int root_rank);
+KOLO_EXPORT Status alltoall(const std::string& name, const TensorView& input,
+                            const std::vector<int64_t>& splits, Output* output,
+                            const SizedOutputOptions& options = {});
+KOLO_EXPORT Status reducescatter(const std::string& name, const TensorView& input,
+                                 const TensorView& output, const ReducescatterOptions& options = {});
+KOLO_EXPORT Status barrier();
+
+// ---- Build --------------------------------------------------------------------------------------
+
+struct BuildInfo {
+  std::string version;
+  std::string mpi_version;    // empty when not built with MPI (never, today)
+  bool cuda = false;          // CUDA support compiled in
+  std::string cuda_version;
+  bool nccl = false;
+  std::string nccl_version;
+};
+KOLO_EXPORT BuildInfo build_info();
+
+}  // namespace kolo

@@ -1,0 +1,195 @@
+// The C ABI, a thin translation onto the C++ API.
+#include "kolo/c_api.h"
+
+#include <string>
+
+#include "kolo/kolo.h"
+
+struct kolo_output {
+  kolo::Output output;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+int32_t report(const kolo::Status& s) {
+  if (!s.ok()) t_last_error = s.message();
+  return static_cast<int32_t>(s.code());
+}
+
+// A C tensor as a view. Bad fields (negative ndim, NULL shape) become an invalid view that the
+// C++ validation rejects with the tensor's name.
+kolo::TensorView to_view(const kolo_tensor* t) {
+  kolo::TensorView v;
+  if (t == nullptr) {
+    v.dtype = static_cast<kolo::DataType>(-1);
+    return v;
+  }
+  v.data = t->data;
+  v.dtype = static_cast<kolo::DataType>(t->dtype);
+  if (t->ndim > 0 && t->shape != nullptr) {
+    v.shape.assign(t->shape, t->shape + t->ndim);
+    if (t->strides != nullptr) v.strides.assign(t->strides, t->strides + t->ndim);
+  } else if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
+    v.shape = {-1};
+  }
+  v.device.type = static_cast<kolo::DeviceType>(t->device_type);
+  v.device.index = t->device_index;
+  v.stream = t->stream;
+  return v;
+}
+
+std::string safe_name(const char* name) { return name == nullptr ? std::string() : std::string(name); }
+
+kolo::DoneCallback to_callback(kolo_done_fn done, void* data) {
+  if (done == nullptr) return {};
+  return [done, data](const kolo::Status& s) { done(data, static_cast<int32_t>(s.code()), s.message().c_str()); };
+}
+
+kolo::OutputAllocator to_allocator(kolo_allocate_fn allocate, void* data) {
+  if (allocate == nullptr) return {};
+  return [allocate, data](const std::vector<int64_t>& shape, kolo::TensorView* out) {
+    out->data = allocate(data, static_cast<int32_t>(shape.size()), shape.data());
+    if (out->data == nullptr && out->size_bytes() > 0) {
+      return kolo::Status::Internal("the allocator returned NULL");
+    }
+    return kolo::Status::OK();
+  };
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kolo_last_error(void) { return t_last_error.c_str(); }
+
+int32_t kolo_init(void) { return report(kolo::init()); }
+
+int32_t kolo_init_with_settings(const char* const* keys, const char* const* values, int32_t count) {
+  kolo::Settings settings;
+  for (int32_t i = 0; i < count; ++i) {
+    if (keys == nullptr || values == nullptr || keys[i] == nullptr || values[i] == nullptr) {
+      return report(kolo::Status::InvalidArgument("kolo_init_with_settings: NULL key or value"));
+    }
+    settings[keys[i]] = values[i];
+  }
+  return report(kolo::init(settings));
+}
+
+int32_t kolo_shutdown(void) { return report(kolo::shutdown()); }
+int32_t kolo_is_initialized(void) { return kolo::is_initialized() ? 1 : 0; }
+int32_t kolo_rank(void) { return kolo::rank(); }
+int32_t kolo_size(void) { return kolo::size(); }
+int32_t kolo_local_rank(void) { return kolo::local_rank(); }
+int32_t kolo_local_size(void) { return kolo::local_size(); }
+int32_t kolo_cross_rank(void) { return kolo::cross_rank(); }
+int32_t kolo_cross_size(void) { return kolo::cross_size(); }
+int32_t kolo_mpi_threads_supported(void) { return kolo::mpi_threads_supported() ? 1 : 0; }
+
+kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output, int32_t op,
+                                 double prescale_factor, double postscale_factor, kolo_done_fn done,
+                                 void* done_data) {
+  kolo::AllreduceOptions o;
+  o.op = static_cast<kolo::ReduceOp>(op);
+  o.prescale_factor = prescale_factor;
+  o.postscale_factor = postscale_factor;
+  o.on_done = to_callback(done, done_data);
+  return kolo::allreduce_async(safe_name(name), to_view(input), to_view(output), o).id();
+}
+
+kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
+                                 void* allocate_data, kolo_done_fn done, void* done_data) {
+  kolo::SizedOutputOptions o;
+  o.allocate = to_allocator(allocate, allocate_data);
+  o.on_done = to_callback(done, done_data);
+  return kolo::allgather_async(safe_name(name), to_view(input), o).id();
+}
+
+kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                 int32_t root_rank, kolo_done_fn done, void* done_data) {
+  kolo::BroadcastOptions o;
+  o.on_done = to_callback(done, done_data);
+  return kolo::broadcast_async(safe_name(name), to_view(input), to_view(output), root_rank, o).id();
+}
+
+kolo_handle kolo_alltoall_async(const char* name, const kolo_tensor* input, const int64_t* splits, int32_t num_splits,
+                                kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done, void* done_data) {
+  std::vector<int64_t> s;
+  if (splits != nullptr && num_splits > 0) s.assign(splits, splits + num_splits);
+  kolo::SizedOutputOptions o;
+  o.allocate = to_allocator(allocate, allocate_data);
+  o.on_done = to_callback(done, done_data);
+  return kolo::alltoall_async(safe_name(name), to_view(input), s, o).id();
+}
+
+kolo_handle kolo_reducescatter_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                     int32_t op, double prescale_factor, double postscale_factor, kolo_done_fn done,
+                                     void* done_data) {
+  kolo::ReducescatterOptions o;
+  o.op = static_cast<kolo::ReduceOp>(op);
+  o.prescale_factor = prescale_factor;
+  o.postscale_factor = postscale_factor;
+  o.on_done = to_callback(done, done_data);
+  return kolo::reducescatter_async(safe_name(name), to_view(input), to_view(output), o).id();
+}
+
+kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data) {
+  return kolo::barrier_async(to_callback(done, done_data)).id();
+}
+
+int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size) {
+  return kolo::reducescatter_rows(total_rows, rank, size);
+}
+
+int32_t kolo_poll(kolo_handle handle) {
+  std::optional<kolo::Status> s = kolo::poll(kolo::Handle(handle));
+  if (!s) return 0;
+  if (s->code() == kolo::StatusCode::kInvalidArgument && s->message().rfind("unknown handle", 0) == 0) {
+    t_last_error = s->message();
+    return -1;
+  }
+  return 1;
+}
+
+int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output) {
+  kolo::Output out;
+  const kolo::Status s = timeout_seconds < 0 ? kolo::wait(kolo::Handle(handle), &out)
+                                             : kolo::wait_for(kolo::Handle(handle), timeout_seconds, &out);
+  if (output != nullptr) {
+    const bool produced = out.storage != nullptr || out.view.data != nullptr || !out.received_splits.empty() ||
+                          !out.view.shape.empty();
+    *output = produced ? new kolo_output{std::move(out)} : nullptr;
+  }
+  return report(s);
+}
+
+void* kolo_output_data(const kolo_output* o) { return o ? o->output.view.data : nullptr; }
+int32_t kolo_output_ndim(const kolo_output* o) { return o ? static_cast<int32_t>(o->output.view.shape.size()) : 0; }
+const int64_t* kolo_output_shape(const kolo_output* o) { return o ? o->output.view.shape.data() : nullptr; }
+int32_t kolo_output_num_received_splits(const kolo_output* o) {
+  return o ? static_cast<int32_t>(o->output.received_splits.size()) : 0;
+}
+const int64_t* kolo_output_received_splits(const kolo_output* o) {
+  return o ? o->output.received_splits.data() : nullptr;
+}
+void kolo_output_free(kolo_output* o) { delete o; }
+
+const char* kolo_version(void) {
+  static const std::string v = kolo::build_info().version;
+  return v.c_str();
+}
+
+const char* kolo_build_summary(void) {
+  static const std::string summary = [] {
+    const kolo::BuildInfo b = kolo::build_info();
+    std::string s = "kolo " + b.version + "\n";
+    s += "MPI: " + (b.mpi_version.empty() ? std::string("no") : b.mpi_version) + "\n";
+    s += "CUDA: " + (b.cuda ? b.cuda_version : std::string("no")) + "\n";
+    s += "NCCL: " + (b.nccl ? b.nccl_version : std::string("no")) + "\n";
+    return s;
+  }();
+  return summary.c_str();
+}
+
+}  // extern "C"

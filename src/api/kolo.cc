@@ -1,0 +1,218 @@
+// The C++ API: checks each call (engine/validation.h), turns it into a TensorEntry, and hands it to
+// the running engine.
+#include "kolo/kolo.h"
+
+#include <atomic>
+
+#include "api/runtime.h"
+#include "common/clock.h"
+#include "comm/mpi/mpi_runtime.h"
+#include "engine/validation.h"
+
+#ifndef KOLO_VERSION
+#define KOLO_VERSION "0.0.0"
+#endif
+
+namespace kolo {
+namespace {
+
+// Numbers unnamed calls of each kind: ranks that make them in the same order agree on the names.
+std::string name_or_auto(const std::string& name, OpKind kind) {
+  static std::atomic<int64_t> counters[kNumOpKinds];
+  if (!name.empty()) return name;
+  return std::string(op_kind_name(kind)) + ".noname." + std::to_string(counters[static_cast<int>(kind)]++);
+}
+
+struct Call {
+  std::shared_ptr<Engine> engine;
+  CallSite site;
+};
+
+// The engine and this call's identity, or the reason there is no engine.
+Status begin(const std::string& name, OpKind kind, Call* call) {
+  Runtime& rt = Runtime::instance();
+  call->engine = rt.engine();
+  call->site.name = name_or_auto(name, kind);
+  call->site.kind = kind;
+  if (!call->engine) {
+    call->site.rank = -1;
+    return Status::NotInitialized(std::string(op_kind_name(kind)) + " of tensor '" + call->site.name +
+                                  "': " + rt.not_running_reason());
+  }
+  call->site.rank = call->engine->topology().rank;
+  call->site.size = call->engine->topology().size;
+  call->site.gpu_supported = rt.gpu_supported();
+  return Status::OK();
+}
+
+Handle rejected(const Status& s) { return Handle(Runtime::instance().handles().create_done(s)); }
+
+std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& input, const TensorView& output) {
+  auto e = std::make_unique<TensorEntry>();
+  Request& q = e->request;
+  q.name = call.site.name;
+  q.rank = call.site.rank;
+  q.kind = call.site.kind;
+  q.dtype = input.dtype;
+  q.device = input.device.type;
+  q.shape = input.shape;
+  e->input = input;
+  e->output = output;
+  e->enqueued_at = steady_seconds();
+  return e;
+}
+
+Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_done) {
+  e->on_done = std::move(on_done);
+  e->handle = Runtime::instance().handles().create();
+  const Handle h(e->handle);
+  call.engine->submit(std::move(e));
+  return h;
+}
+
+}  // namespace
+
+Status init(const Settings& overrides) { return Runtime::instance().init(overrides); }
+Status shutdown() { return Runtime::instance().shutdown(); }
+bool is_initialized() { return Runtime::instance().initialized(); }
+
+#define KOLO_TOPOLOGY_GETTER(fn)                              \
+  int fn() {                                                  \
+    auto engine = Runtime::instance().engine();               \
+    return engine ? engine->topology().fn : -1;               \
+  }
+KOLO_TOPOLOGY_GETTER(rank)
+KOLO_TOPOLOGY_GETTER(size)
+KOLO_TOPOLOGY_GETTER(local_rank)
+KOLO_TOPOLOGY_GETTER(local_size)
+KOLO_TOPOLOGY_GETTER(cross_rank)
+KOLO_TOPOLOGY_GETTER(cross_size)
+#undef KOLO_TOPOLOGY_GETTER
+
+bool mpi_threads_supported() { return Runtime::instance().mpi_threads_supported(); }
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "Sum";
+    case ReduceOp::kAverage: return "Average";
+    case ReduceOp::kMin: return "Min";
+    case ReduceOp::kMax: return "Max";
+    case ReduceOp::kProduct: return "Product";
+  }
+  return "an unknown reduce op";
+}
+
+int64_t reducescatter_rows(int64_t total_rows, int rank, int size) {
+  return total_rows / size + (rank < total_rows % size ? 1 : 0);
+}
+
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const AllreduceOptions& o) {
+  Call call;
+  Status s = begin(name, OpKind::kAllreduce, &call);
+  if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor);
+  if (!s.ok()) return rejected(s);
+  auto e = make_entry(call, input, output);
+  e->request.reduce_op = o.op;
+  e->request.prescale = o.prescale_factor;
+  e->request.postscale = o.postscale_factor;
+  return submit(call, std::move(e), o.on_done);
+}
+
+Handle allgather_async(const std::string& name, const TensorView& input, const SizedOutputOptions& o) {
+  Call call;
+  Status s = begin(name, OpKind::kAllgather, &call);
+  if (s.ok()) s = validate_allgather(call.site, input);
+  if (!s.ok()) return rejected(s);
+  auto e = make_entry(call, input, TensorView());
+  e->allocate = o.allocate;
+  return submit(call, std::move(e), o.on_done);
+}
+
+Handle broadcast_async(const std::string& name, const TensorView& input, const TensorView& output, int root_rank,
+                       const BroadcastOptions& o) {
+  Call call;
+  Status s = begin(name, OpKind::kBroadcast, &call);
+  if (s.ok()) s = validate_broadcast(call.site, input, output, root_rank);
+  if (!s.ok()) return rejected(s);
+  auto e = make_entry(call, input, output);
+  e->request.root = root_rank;
+  return submit(call, std::move(e), o.on_done);
+}
+
+Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits,
+                      const SizedOutputOptions& o) {
+  Call call;
+  std::vector<int64_t> resolved = splits;
+  Status s = begin(name, OpKind::kAlltoall, &call);
+  if (s.ok()) s = validate_alltoall(call.site, input, &resolved);
+  if (!s.ok()) return rejected(s);
+  auto e = make_entry(call, input, TensorView());
+  e->splits = std::move(resolved);
+  e->allocate = o.allocate;
+  return submit(call, std::move(e), o.on_done);
+}
+
+Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
+                           const ReducescatterOptions& o) {
+  Call call;
+  Status s = begin(name, OpKind::kReducescatter, &call);
+  if (s.ok()) s = validate_reducescatter(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor);
+  if (!s.ok()) return rejected(s);
+  auto e = make_entry(call, input, output);
+  e->request.reduce_op = o.op;
+  e->request.prescale = o.prescale_factor;
+  e->request.postscale = o.postscale_factor;
+  return submit(call, std::move(e), o.on_done);
+}
+
+Handle barrier_async(const DoneCallback& on_done) {
+  Call call;
+  Status s = begin("", OpKind::kBarrier, &call);
+  if (!s.ok()) return rejected(s);
+  TensorView none;
+  none.dtype = DataType::kUInt8;
+  return submit(call, make_entry(call, none, none), on_done);
+}
+
+Status wait(Handle handle, Output* output) { return Runtime::instance().handles().wait(handle.id(), -1, output); }
+
+Status wait_for(Handle handle, double timeout_seconds, Output* output) {
+  return Runtime::instance().handles().wait(handle.id(), timeout_seconds < 0 ? 0 : timeout_seconds, output);
+}
+
+std::optional<Status> poll(Handle handle) { return Runtime::instance().handles().poll(handle.id()); }
+
+Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                 const AllreduceOptions& options) {
+  return wait(allreduce_async(name, input, output, options));
+}
+
+Status allgather(const std::string& name, const TensorView& input, Output* output, const SizedOutputOptions& options) {
+  return wait(allgather_async(name, input, options), output);
+}
+
+Status broadcast(const std::string& name, const TensorView& input, const TensorView& output, int root_rank) {
+  return wait(broadcast_async(name, input, output, root_rank));
+}
+
+Status alltoall(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits, Output* output,
+                const SizedOutputOptions& options) {
+  return wait(alltoall_async(name, input, splits, options), output);
+}
+
+Status reducescatter(const std::string& name, const TensorView& input, const TensorView& output,
+                     const ReducescatterOptions& options) {
+  return wait(reducescatter_async(name, input, output, options));
+}
+
+Status barrier() { return wait(barrier_async()); }
+
+BuildInfo build_info() {
+  BuildInfo info;
+  info.version = KOLO_VERSION;
+  info.mpi_version = mpi_library_version();
+  return info;
+}
+
+}  // namespace kolo

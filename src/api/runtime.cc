@@ -1,0 +1,115 @@
+#include "api/runtime.h"
+
+#include <cstdlib>
+
+#include "comm/barrier.h"
+#include "comm/mpi/mpi_collectives.h"
+#include "comm/mpi/mpi_control_channel.h"
+#include "common/logging.h"
+
+namespace kolo {
+
+Runtime& Runtime::instance() {
+  // Never destroyed: kolo's thread may outlive static destruction until at_exit stops it.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+void Runtime::at_exit() {
+  Runtime& r = instance();
+  r.shutdown();
+  std::lock_guard<std::mutex> lock(r.mu_);
+  mpi_finalize_if_owned(r.mpi_);
+}
+
+Status Runtime::init(const Settings& overrides) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (engine_) return Status::OK();
+
+  Config config;
+  std::vector<std::string> unknown;
+  Status s = config_from_environment(overrides, &config, &unknown);
+  if (!s.ok()) return s;
+  set_log_level(config.log_level);
+
+  s = mpi_ensure_initialized(&mpi_);
+  if (!s.ok()) return s;
+  if (!exit_hook_) {
+    // Stop the engine and finalize MPI (if kolo initialized it) when the program ends without
+    // calling shutdown().
+    std::atexit(&Runtime::at_exit);
+    exit_hook_ = true;
+  }
+  s = MpiContext::create(&context_);
+  if (!s.ok()) return s;
+  const Topology& topo = context_->topology();
+  set_log_rank(topo.rank);
+  if (topo.rank == 0) {
+    for (const std::string& name : unknown) {
+      KOLO_LOG(kWarning, name << " is set but is not a kolo setting (see the KOLO_* table in the README)");
+    }
+  }
+
+  std::unique_ptr<Timeline> timeline;
+  if (!config.timeline_path.empty()) {
+    s = Timeline::open(config.timeline_path, topo.rank, &timeline);
+    if (!s.ok()) return s;
+  }
+
+  const CpuTuning tuning{config.segment_bytes, config.zero_copy_bytes};
+  auto registry = std::make_unique<CollectiveRegistry>();
+  registry->add(make_mpi_allreduce(*context_, tuning));
+  registry->add(make_mpi_allgather(*context_));
+  registry->add(make_mpi_broadcast(*context_, tuning));
+  registry->add(make_mpi_alltoall(*context_));
+  registry->add(make_mpi_reducescatter(*context_));
+  registry->add(make_negotiated_barrier());
+
+  engine_ = std::make_shared<Engine>(config, topo, std::make_unique<MpiControlChannel>(context_->control()),
+                                     std::move(registry), std::move(timeline), &handles_);
+  engine_->start();
+  shut_down_ = false;
+  KOLO_LOG(kInfo, "initialized: rank " << topo.rank << " of " << topo.size << ", local rank " << topo.local_rank
+                                       << " of " << topo.local_size << ", host " << topo.cross_rank << " of "
+                                       << topo.cross_size);
+  return Status::OK();
+}
+
+Status Runtime::shutdown() {
+  std::shared_ptr<Engine> engine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine = std::move(engine_);
+    if (engine) shut_down_ = true;
+  }
+  if (!engine) return Status::OK();
+  engine->stop();
+  // Callers that copied the pointer keep the object alive but find it stopped; the collectives
+  // refer to the MPI context, so the engine must be gone before it is.
+  engine.reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  context_.reset();
+  return Status::OK();
+}
+
+bool Runtime::initialized() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return engine_ != nullptr;
+}
+
+std::shared_ptr<Engine> Runtime::engine() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return engine_;
+}
+
+std::string Runtime::not_running_reason() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shut_down_ ? "kolo has been shut down on this rank" : "kolo is not initialized: call init() first";
+}
+
+bool Runtime::mpi_threads_supported() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return engine_ != nullptr && mpi_.thread_level == MPI_THREAD_MULTIPLE;
+}
+
+}  // namespace kolo

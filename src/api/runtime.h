@@ -1,0 +1,43 @@
+// The process's one kolo instance: MPI's lifetime, the engine while initialized, and the handle
+// table. Everything global about kolo is here, behind one mutex; the engine itself has no globals.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "comm/mpi/mpi_context.h"
+#include "comm/mpi/mpi_runtime.h"
+#include "engine/engine.h"
+#include "engine/handle_table.h"
+
+namespace kolo {
+
+class Runtime {
+ public:
+  static Runtime& instance();
+
+  Status init(const Settings& overrides);
+  Status shutdown();
+  bool initialized();
+  // The running engine, or null; shared so that a concurrent shutdown cannot pull it away mid-call.
+  std::shared_ptr<Engine> engine();
+  HandleTable& handles() { return handles_; }
+  bool mpi_threads_supported();
+  bool gpu_supported() const { return false; }
+  // Why no engine is running, for the error of an op submitted without one.
+  std::string not_running_reason();
+
+ private:
+  Runtime() = default;
+  static void at_exit();
+
+  std::mutex mu_;
+  MpiRuntime mpi_;
+  std::unique_ptr<MpiContext> context_;
+  std::shared_ptr<Engine> engine_;
+  HandleTable handles_;
+  bool exit_hook_ = false;
+  bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"
+};
+
+}  // namespace kolo

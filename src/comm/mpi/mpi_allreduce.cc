@@ -1,0 +1,96 @@
+// Allreduce of CPU tensors, fused or alone, in cache-sized segments (comm/segment_plan.h).
+#include <vector>
+
+#include "comm/mpi/mpi_collectives.h"
+#include "comm/mpi/mpi_status.h"
+#include "comm/segment_plan.h"
+#include "cpu/kernels.h"
+#include "common/clock.h"
+
+namespace kolo {
+namespace {
+
+char* bytes_at(void* p, int64_t offset) { return static_cast<char*>(p) + offset; }
+
+class MpiAllreduce : public Collective {
+ public:
+  MpiAllreduce(const MpiContext& mpi, const CpuTuning& tuning) : mpi_(mpi), tuning_(tuning) {}
+
+  const char* name() const override { return "MPI_ALLREDUCE"; }
+
+  bool accepts(const Response& r) const override {
+    return r.kind == OpKind::kAllreduce && r.device == DeviceType::kCPU;
+  }
+
+  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
+    const Response& first = *tasks[0].response;
+    const DataType dtype = first.dtype;
+    const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+    std::vector<int64_t> member_bytes;
+    member_bytes.reserve(tasks.size());
+    for (const Task& t : tasks) member_bytes.push_back(t.response->size_bytes());
+    const SegmentPlan plan = plan_segments(member_bytes, elem, tuning_.segment_bytes, tuning_.zero_copy_bytes);
+    if (staging_.size() < static_cast<size_t>(plan.staging_bytes)) staging_.resize(plan.staging_bytes);
+
+    const MPI_Datatype type = mpi_.datatype(dtype);
+    const MPI_Op op = mpi_.op(dtype, first.reduce_op);
+    const Scaling pre{dtype_is_floating(dtype) ? first.prescale : 1.0, 1};
+    const Scaling post = post_scaling(dtype, first.reduce_op, first.postscale, mpi_.topology().size);
+    const bool timed = log.enabled();
+
+    for (const Segment& seg : plan.segments) {
+      const int count = static_cast<int>(seg.bytes / elem);
+      if (seg.direct) {
+        const SegmentPiece& p = seg.pieces[0];
+        const TensorEntry& e = *tasks[p.member].entry;
+        const double t0 = timed ? steady_seconds() : 0;
+        char* out = bytes_at(e.output.data, p.offset);
+        const void* send = MPI_IN_PLACE;
+        if (!pre.identity()) {
+          scale_into(dtype, bytes_at(e.input.data, p.offset), out, count, pre);
+        } else if (e.input.data != e.output.data) {
+          send = bytes_at(e.input.data, p.offset);
+        }
+        KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, out, count, type, op, mpi_.data()), "MPI_Allreduce");
+        if (!post.identity()) scale_into(dtype, out, out, count, post);
+        if (timed) log.record(p.member, Phase::kCollective, t0, steady_seconds());
+        continue;
+      }
+      const double t0 = timed ? steady_seconds() : 0;
+      for (const SegmentPiece& p : seg.pieces) {
+        scale_into(dtype, bytes_at(tasks[p.member].entry->input.data, p.offset),
+                   staging_.data() + p.staging_offset, p.bytes / elem, pre);
+      }
+      const double t1 = timed ? steady_seconds() : 0;
+      KOLO_MPI_RETURN_IF_ERROR(
+          MPI_Allreduce(MPI_IN_PLACE, staging_.data(), count, type, op, mpi_.data()), "MPI_Allreduce");
+      const double t2 = timed ? steady_seconds() : 0;
+      for (const SegmentPiece& p : seg.pieces) {
+        scale_into(dtype, staging_.data() + p.staging_offset, bytes_at(tasks[p.member].entry->output.data, p.offset),
+                   p.bytes / elem, post);
+      }
+      if (timed) {
+        const double t3 = steady_seconds();
+        for (const SegmentPiece& p : seg.pieces) {
+          log.record(p.member, Phase::kPack, t0, t1);
+          log.record(p.member, Phase::kCollective, t1, t2);
+          log.record(p.member, Phase::kUnpack, t2, t3);
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  const MpiContext& mpi_;
+  const CpuTuning tuning_;
+  std::vector<char> staging_;  // the fusion buffer: one packed segment at a time
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CpuTuning& tuning) {
+  return std::make_unique<MpiAllreduce>(mpi, tuning);
+}
+
+}  // namespace kolo

@@ -1,0 +1,50 @@
+// Broadcast of CPU tensors from any root, in cache-sized segments like the allreduce.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "common/clock.h"
+#include "comm/mpi/mpi_collectives.h"
+#include "comm/mpi/mpi_status.h"
+
+namespace kolo {
+namespace {
+
+class MpiBroadcast : public Collective {
+ public:
+  MpiBroadcast(const MpiContext& mpi, const CpuTuning& tuning) : mpi_(mpi), tuning_(tuning) {}
+  const char* name() const override { return "MPI_BCAST"; }
+  bool accepts(const Response& r) const override {
+    return r.kind == OpKind::kBroadcast && r.device == DeviceType::kCPU;
+  }
+
+  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
+    const Response& r = *tasks[0].response;
+    TensorEntry& e = *tasks[0].entry;
+    const int64_t bytes = r.size_bytes();
+    if (mpi_.topology().rank == r.root && e.input.data != e.output.data && bytes > 0) {
+      std::memcpy(e.output.data, e.input.data, static_cast<size_t>(bytes));
+    }
+    const int64_t step = tuning_.segment_bytes > 0 ? std::min<int64_t>(tuning_.segment_bytes, INT_MAX) : INT_MAX;
+    const double t0 = steady_seconds();
+    for (int64_t off = 0; off < bytes; off += step) {
+      const int n = static_cast<int>(std::min(step, bytes - off));
+      KOLO_MPI_RETURN_IF_ERROR(
+          MPI_Bcast(static_cast<char*>(e.output.data) + off, n, MPI_BYTE, r.root, mpi_.data()), "MPI_Bcast");
+    }
+    log.record(0, Phase::kCollective, t0, steady_seconds());
+    return Status::OK();
+  }
+
+ private:
+  const MpiContext& mpi_;
+  const CpuTuning tuning_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CpuTuning& tuning) {
+  return std::make_unique<MpiBroadcast>(mpi, tuning);
+}
+
+}  // namespace kolo

@@ -1,0 +1,120 @@
+#include "comm/mpi/mpi_context.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "comm/mpi/mpi_status.h"
+#include "cpu/kernels.h"
+
+namespace kolo {
+namespace {
+
+// MPI user ops get no context pointer, so each (dtype, op) pair is its own function.
+template <DataType D, ReduceOp O>
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_16bit(D, O, static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), *len);
+}
+
+template <DataType D>
+Status create_half_ops(MPI_Op* ops) {
+  MPI_User_function* fns[5] = {half_op<D, ReduceOp::kSum>, half_op<D, ReduceOp::kAverage>,
+                               half_op<D, ReduceOp::kMin>, half_op<D, ReduceOp::kMax>,
+                               half_op<D, ReduceOp::kProduct>};
+  for (int i = 0; i < 5; ++i) KOLO_MPI_RETURN_IF_ERROR(MPI_Op_create(fns[i], 1, &ops[i]), "MPI_Op_create");
+  return Status::OK();
+}
+
+void free_comm(MPI_Comm* c) {
+  if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+}  // namespace
+
+Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
+  std::unique_ptr<MpiContext> ctx(new MpiContext());
+  Status s = ctx->init();
+  if (!s.ok()) return s;
+  *out = std::move(ctx);
+  return Status::OK();
+}
+
+Status MpiContext::init() {
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
+  // Errors come back as codes on kolo's communicators, to fail the op rather than abort the job.
+  MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
+  Topology& t = topology_;
+  MPI_Comm_rank(data_, &t.rank);
+  MPI_Comm_size(data_, &t.size);
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &local_),
+                           "MPI_Comm_split_type");
+  MPI_Comm_rank(local_, &t.local_rank);
+  MPI_Comm_size(local_, &t.local_size);
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_split(data_, t.local_rank, t.rank, &cross_), "MPI_Comm_split");
+
+  // Hosts are named by their lowest rank; a host's index is its place among those.
+  int host_root = t.rank;
+  MPI_Allreduce(MPI_IN_PLACE, &host_root, 1, MPI_INT, MPI_MIN, local_);
+  std::vector<int> roots(static_cast<size_t>(t.size)), sizes(static_cast<size_t>(t.size));
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Allgather(&host_root, 1, MPI_INT, roots.data(), 1, MPI_INT, data_),
+                           "MPI_Allgather");
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Allgather(&t.local_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, data_),
+                           "MPI_Allgather");
+  std::vector<int> hosts = roots;
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  t.cross_size = static_cast<int>(hosts.size());
+  t.cross_rank = static_cast<int>(std::lower_bound(hosts.begin(), hosts.end(), host_root) - hosts.begin());
+  t.homogeneous = std::all_of(sizes.begin(), sizes.end(), [&](int s) { return s == sizes[0]; });
+
+  Status s = create_half_ops<DataType::kFloat16>(half_ops_[0]);
+  if (s.ok()) s = create_half_ops<DataType::kBFloat16>(half_ops_[1]);
+  ops_created_ = s.ok();
+  return s;
+}
+
+MpiContext::~MpiContext() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (ops_created_) {
+    for (auto& row : half_ops_) {
+      for (MPI_Op& op : row) MPI_Op_free(&op);
+    }
+  }
+  free_comm(&cross_);
+  free_comm(&local_);
+  free_comm(&data_);
+  free_comm(&control_);
+}
+
+MPI_Datatype MpiContext::datatype(DataType dtype) const {
+  switch (dtype) {
+    case DataType::kUInt8: return MPI_UINT8_T;
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return MPI_UINT16_T;  // reduced by kolo's user ops
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op MpiContext::op(DataType dtype, ReduceOp op) const {
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
+    return half_ops_[dtype == DataType::kFloat16 ? 0 : 1][static_cast<int>(op)];
+  }
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage: return MPI_SUM;  // the division comes after (cpu/kernels.h)
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kProduct: return MPI_PROD;
+  }
+  return MPI_OP_NULL;
+}
+
+}  // namespace kolo

@@ -1,0 +1,46 @@
+// kolo's own MPI communicators, so its traffic never matches the application's: one for
+// negotiation, one for data, and the host-local and cross-host splits of the data communicator.
+// Also the MPI types and reduction ops for every kolo dtype (16-bit floats need user ops).
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/topology.h"
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+class MpiContext {
+ public:
+  // MPI must be initialized. Collective over MPI_COMM_WORLD.
+  static Status create(std::unique_ptr<MpiContext>* out);
+  ~MpiContext();
+  MpiContext(const MpiContext&) = delete;
+  MpiContext& operator=(const MpiContext&) = delete;
+
+  MPI_Comm control() const { return control_; }
+  MPI_Comm data() const { return data_; }
+  MPI_Comm local() const { return local_; }   // ranks on this host
+  MPI_Comm cross() const { return cross_; }   // ranks with this local rank, one per host
+  const Topology& topology() const { return topology_; }
+
+  MPI_Datatype datatype(DataType dtype) const;
+  MPI_Op op(DataType dtype, ReduceOp op) const;
+
+ private:
+  MpiContext() = default;
+  Status init();
+
+  MPI_Comm control_ = MPI_COMM_NULL;
+  MPI_Comm data_ = MPI_COMM_NULL;
+  MPI_Comm local_ = MPI_COMM_NULL;
+  MPI_Comm cross_ = MPI_COMM_NULL;
+  Topology topology_;
+  // [fp16 or bf16][reduce op]: user ops, created once per context.
+  MPI_Op half_ops_[2][5];
+  bool ops_created_ = false;
+};
+
+}  // namespace kolo

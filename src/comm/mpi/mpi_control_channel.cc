@@ -1,0 +1,72 @@
+#include "comm/mpi/mpi_control_channel.h"
+
+#include <climits>
+
+#include "comm/mpi/mpi_status.h"
+
+namespace kolo {
+
+MpiControlChannel::MpiControlChannel(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+Status MpiControlChannel::allreduce_and(std::vector<uint64_t>* words) {
+  MPI_Request req;
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()),
+                                          MPI_UINT64_T, MPI_BAND, comm_, &req),
+                           "negotiation MPI_Iallreduce");
+  return mpi_wait(&req, "negotiation MPI_Iallreduce");
+}
+
+Status MpiControlChannel::gather(const std::string& mine, std::vector<std::string>* all) {
+  if (mine.size() > static_cast<size_t>(INT_MAX)) {
+    return Status::Internal("negotiation message of " + std::to_string(mine.size()) + " bytes is too large");
+  }
+  int my_size = static_cast<int>(mine.size());
+  std::vector<int> sizes(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+  MPI_Request req;
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Igather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm_, &req),
+                           "negotiation MPI_Igather");
+  Status s = mpi_wait(&req, "negotiation MPI_Igather");
+  if (!s.ok()) return s;
+
+  std::vector<int> displs;
+  std::string buffer;
+  if (rank_ == 0) {
+    displs.resize(static_cast<size_t>(size_));
+    long long total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[r] = static_cast<int>(total);
+      total += sizes[r];
+    }
+    if (total > INT_MAX) return Status::Internal("negotiation messages exceed 2 GiB in one cycle");
+    buffer.resize(static_cast<size_t>(total));
+  }
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Igatherv(mine.data(), my_size, MPI_BYTE, &buffer[0], sizes.data(),
+                                        displs.data(), MPI_BYTE, 0, comm_, &req),
+                           "negotiation MPI_Igatherv");
+  s = mpi_wait(&req, "negotiation MPI_Igatherv");
+  if (!s.ok()) return s;
+  all->clear();
+  if (rank_ == 0) {
+    for (int r = 0; r < size_; ++r) all->push_back(buffer.substr(displs[r], sizes[r]));
+  }
+  return Status::OK();
+}
+
+Status MpiControlChannel::broadcast(std::string* bytes) {
+  uint64_t n = bytes->size();
+  MPI_Request req;
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Ibcast(&n, 1, MPI_UINT64_T, 0, comm_, &req), "negotiation MPI_Ibcast");
+  Status s = mpi_wait(&req, "negotiation MPI_Ibcast");
+  if (!s.ok()) return s;
+  if (n > static_cast<uint64_t>(INT_MAX)) return Status::Internal("negotiation response exceeds 2 GiB");
+  bytes->resize(n);
+  if (n == 0) return Status::OK();
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Ibcast(&(*bytes)[0], static_cast<int>(n), MPI_BYTE, 0, comm_, &req),
+                           "negotiation MPI_Ibcast");
+  return mpi_wait(&req, "negotiation MPI_Ibcast");
+}
+
+}  // namespace kolo

@@ -1,0 +1,25 @@
+// MPI return codes as kolo Status, with MPI's own words for what went wrong.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "kolo/status.h"
+
+namespace kolo {
+
+Status mpi_status(int rc, const std::string& what);
+
+#define KOLO_MPI_RETURN_IF_ERROR(call, what)        \
+  do {                                              \
+    const int kolo_mpi_rc_ = (call);                \
+    if (kolo_mpi_rc_ != MPI_SUCCESS) return ::kolo::mpi_status(kolo_mpi_rc_, what); \
+  } while (0)
+
+// Waits for a nonblocking MPI request without pinning a core: spin briefly, then yield, then
+// sleep in short naps, so a waiting engine leaves the CPU to the framework's threads (ranks often
+// outnumber cores on a laptop or in CI).
+Status mpi_wait(MPI_Request* request, const char* what);
+
+}  // namespace kolo

@@ -1,0 +1,107 @@
+#include "cpu/kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/half.h"
+
+namespace kolo {
+namespace {
+
+template <typename T>
+void multiply(const T* src, T* dst, int64_t n, double f) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * f);
+}
+
+template <typename T>
+void divide(const T* src, T* dst, int64_t n, int64_t d) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<int64_t>(src[i]) / d);
+}
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void multiply_16(const uint16_t* src, uint16_t* dst, int64_t n, double f) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = Narrow(static_cast<float>(static_cast<double>(Widen(src[i])) * f));
+}
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), typename Op>
+void reduce_16(const uint16_t* in, uint16_t* inout, int64_t n, Op op) {
+  for (int64_t i = 0; i < n; ++i) inout[i] = Narrow(op(Widen(in[i]), Widen(inout[i])));
+}
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void reduce_16_op(ReduceOp op, const uint16_t* in, uint16_t* inout, int64_t n) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+      reduce_16<Widen, Narrow>(in, inout, n, [](float a, float b) { return a + b; });
+      break;
+    case ReduceOp::kMin:
+      reduce_16<Widen, Narrow>(in, inout, n, [](float a, float b) { return std::min(a, b); });
+      break;
+    case ReduceOp::kMax:
+      reduce_16<Widen, Narrow>(in, inout, n, [](float a, float b) { return std::max(a, b); });
+      break;
+    case ReduceOp::kProduct:
+      reduce_16<Widen, Narrow>(in, inout, n, [](float a, float b) { return a * b; });
+      break;
+  }
+}
+
+}  // namespace
+
+Scaling post_scaling(DataType dtype, ReduceOp op, double postscale, int size) {
+  Scaling s;
+  if (dtype_is_floating(dtype)) {
+    s.factor = postscale * (op == ReduceOp::kAverage ? 1.0 / size : 1.0);
+  } else if (op == ReduceOp::kAverage) {
+    s.divisor = size;
+  }
+  return s;
+}
+
+void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const Scaling& s) {
+  if (s.identity()) {
+    if (src != dst) std::memcpy(dst, src, static_cast<size_t>(count) * dtype_size(dtype));
+    return;
+  }
+  const double f = s.factor;
+  const int64_t d = s.divisor;
+  switch (dtype) {
+    case DataType::kFloat32:
+      multiply(static_cast<const float*>(src), static_cast<float*>(dst), count, f);
+      break;
+    case DataType::kFloat64:
+      multiply(static_cast<const double*>(src), static_cast<double*>(dst), count, f);
+      break;
+    case DataType::kFloat16:
+      multiply_16<fp16_to_float, float_to_fp16>(static_cast<const uint16_t*>(src),
+                                                static_cast<uint16_t*>(dst), count, f);
+      break;
+    case DataType::kBFloat16:
+      multiply_16<bf16_to_float, float_to_bf16>(static_cast<const uint16_t*>(src),
+                                                static_cast<uint16_t*>(dst), count, f);
+      break;
+    case DataType::kUInt8:
+      divide(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), count, d);
+      break;
+    case DataType::kInt8:
+      divide(static_cast<const int8_t*>(src), static_cast<int8_t*>(dst), count, d);
+      break;
+    case DataType::kInt32:
+      divide(static_cast<const int32_t*>(src), static_cast<int32_t*>(dst), count, d);
+      break;
+    case DataType::kInt64:
+      divide(static_cast<const int64_t*>(src), static_cast<int64_t*>(dst), count, d);
+      break;
+  }
+}
+
+void reduce_16bit(DataType dtype, ReduceOp op, const uint16_t* in, uint16_t* inout, int64_t count) {
+  if (dtype == DataType::kFloat16) {
+    reduce_16_op<fp16_to_float, float_to_fp16>(op, in, inout, count);
+  } else {
+    reduce_16_op<bf16_to_float, float_to_bf16>(op, in, inout, count);
+  }
+}
+
+}  // namespace kolo

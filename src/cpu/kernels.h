@@ -1,0 +1,29 @@
+// CPU element loops: the scaling applied around a reduction, and the arithmetic MPI lacks for
+// 16-bit floats. Scaling multiplies in double precision whatever the dtype, so a float32 average
+// of integers is exact, and the result does not depend on how a buffer was cut into segments.
+#pragma once
+
+#include <cstdint>
+
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+// What to do to each element on the way into or out of a reduction.
+struct Scaling {
+  double factor = 1.0;   // floating point: multiply
+  int64_t divisor = 1;   // integers: divide, truncating (Average)
+
+  bool identity() const { return factor == 1.0 && divisor == 1; }
+};
+
+// The scaling after a reduction of `op` across `size` ranks, with the caller's postscale.
+Scaling post_scaling(DataType dtype, ReduceOp op, double postscale, int size);
+
+// dst[i] = scaling(src[i]) for `count` elements; dst may equal src.
+void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const Scaling& scaling);
+
+// inout[i] = op(in[i], inout[i]) for float16 or bfloat16 elements, computed in float.
+void reduce_16bit(DataType dtype, ReduceOp op, const uint16_t* in, uint16_t* inout, int64_t count);
+
+}  // namespace kolo

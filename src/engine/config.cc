@@ -1,0 +1,152 @@
+#include "engine/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+extern char** environ;
+
+namespace kolo {
+
+const std::vector<SettingInfo>& known_settings() {
+  static const std::vector<SettingInfo> settings = {
+      {"KOLO_CYCLE_TIME_MS", "1",
+       "Longest time an idle engine waits before checking in with the other ranks; an op enqueued "
+       "on an idle engine starts a cycle at once."},
+      {"KOLO_FUSION_THRESHOLD_BYTES", "67108864",
+       "Largest fused allreduce (64 MiB). A tensor larger than this goes alone; 0 turns fusion off."},
+      {"KOLO_CACHE_CAPACITY", "1024",
+       "Responses remembered so that recurring names are agreed by a bit-vector allreduce; 0 turns "
+       "the cache off."},
+      {"KOLO_TIMELINE", "(unset)",
+       "Write a Chrome trace of every tensor's phases to this file (rank 0). A name containing %r "
+       "gives each rank its own file, %r replaced by the rank."},
+      {"KOLO_STALL_CHECK_SECONDS", "60",
+       "Report ops that some ranks submitted and others did not for this long; 0 turns the check off."},
+      {"KOLO_STALL_SHUTDOWN_SECONDS", "0",
+       "Fail such ops on every rank after this long; 0 waits forever."},
+      {"KOLO_LOG_LEVEL", "warning", "trace, debug, info, warning or error."},
+      {"KOLO_SEGMENT_BYTES", "4194304",
+       "CPU collectives run in segments of this size (4 MiB) so that each stays in cache; 0 runs "
+       "each fused buffer as one MPI call."},
+      {"KOLO_ZERO_COPY_BYTES", "262144",
+       "CPU allreduce reduces a tensor of at least this size (256 KiB) where it lies instead of "
+       "copying it through the fusion buffer; 0 copies every fused tensor."},
+  };
+  return settings;
+}
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(const SettingLookup& lookup) : lookup_(lookup) {}
+
+  void non_negative_int(const char* name, int64_t* out) {
+    const char* v = lookup_(name);
+    if (v == nullptr || !status_.ok()) return;
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0 || x < 0) {
+      fail(name, v, "a non-negative integer");
+      return;
+    }
+    *out = x;
+  }
+
+  void non_negative_double(const char* name, double* out) {
+    const char* v = lookup_(name);
+    if (v == nullptr || !status_.ok()) return;
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::strtod(v, &end);
+    if (*v == '\0' || *end != '\0' || errno != 0 || !std::isfinite(x) || x < 0) {
+      fail(name, v, "a non-negative number");
+      return;
+    }
+    *out = x;
+  }
+
+  void text(const char* name, std::string* out) {
+    const char* v = lookup_(name);
+    if (v != nullptr) *out = v;
+  }
+
+  void log_level(const char* name, LogLevel* out) {
+    const char* v = lookup_(name);
+    if (v == nullptr || !status_.ok()) return;
+    if (!parse_log_level(v, out)) fail(name, v, "one of trace, debug, info, warning, error");
+  }
+
+  void check(bool ok, const char* name, const std::string& what) {
+    if (!ok && status_.ok()) {
+      const char* v = lookup_(name);
+      fail(name, v ? v : "", what);
+    }
+  }
+
+  Status status() const { return status_; }
+
+ private:
+  void fail(const char* name, const char* value, const std::string& expected) {
+    status_ = Status::InvalidArgument(std::string(name) + "='" + value + "' is not valid: expected " +
+                                      expected + ".");
+  }
+
+  const SettingLookup& lookup_;
+  Status status_;
+};
+
+}  // namespace
+
+Status parse_config(const SettingLookup& lookup, Config* config) {
+  Config c;
+  Parser p(lookup);
+  p.non_negative_double("KOLO_CYCLE_TIME_MS", &c.cycle_time_ms);
+  p.non_negative_int("KOLO_FUSION_THRESHOLD_BYTES", &c.fusion_threshold_bytes);
+  p.non_negative_int("KOLO_CACHE_CAPACITY", &c.cache_capacity);
+  p.text("KOLO_TIMELINE", &c.timeline_path);
+  p.non_negative_double("KOLO_STALL_CHECK_SECONDS", &c.stall_check_seconds);
+  p.non_negative_double("KOLO_STALL_SHUTDOWN_SECONDS", &c.stall_shutdown_seconds);
+  p.log_level("KOLO_LOG_LEVEL", &c.log_level);
+  p.non_negative_int("KOLO_SEGMENT_BYTES", &c.segment_bytes);
+  p.non_negative_int("KOLO_ZERO_COPY_BYTES", &c.zero_copy_bytes);
+  // Bounds that keep the engine sane: a cycle of at most a minute, a cache whose bit vector stays
+  // small, and segments whose element counts fit MPI's int counts.
+  p.check(c.cycle_time_ms <= 60000.0, "KOLO_CYCLE_TIME_MS", "at most 60000 (one minute)");
+  p.check(c.cache_capacity <= (1 << 20), "KOLO_CACHE_CAPACITY", "at most 1048576");
+  p.check(c.segment_bytes <= (1ll << 30), "KOLO_SEGMENT_BYTES", "at most 1073741824 (1 GiB)");
+  if (!p.status().ok()) return p.status();
+  *config = c;
+  return Status::OK();
+}
+
+Status config_from_environment(const Settings& overrides, Config* config,
+                               std::vector<std::string>* unknown_names) {
+  auto lookup = [&overrides](const std::string& name) -> const char* {
+    auto it = overrides.find(name);
+    if (it != overrides.end()) return it->second.c_str();
+    return std::getenv(name.c_str());
+  };
+  std::set<std::string> known;
+  for (const SettingInfo& s : known_settings()) known.insert(s.name);
+  if (unknown_names != nullptr) {
+    unknown_names->clear();
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const std::string entry = *e;
+      const std::string name = entry.substr(0, entry.find('='));
+      if (name.rfind("KOLO_", 0) == 0 && !known.count(name)) unknown_names->push_back(name);
+    }
+  }
+  for (const auto& kv : overrides) {
+    if (!known.count(kv.first)) {
+      return Status::InvalidArgument("'" + kv.first + "' is not a kolo setting; the settings are "
+                                     "listed in the README (KOLO_*)");
+    }
+  }
+  return parse_config(lookup, config);
+}
+
+}  // namespace kolo

@@ -1,0 +1,45 @@
+// Every KOLO_* setting, read in this one place. tests/unit/config_test checks that the README's table
+// lists each of them with the default given here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+struct Config {
+  double cycle_time_ms = 1.0;
+  int64_t fusion_threshold_bytes = 64ll << 20;
+  int64_t cache_capacity = 1024;
+  std::string timeline_path;  // empty: no timeline
+  double stall_check_seconds = 60.0;
+  double stall_shutdown_seconds = 0.0;
+  LogLevel log_level = LogLevel::kWarning;
+  int64_t segment_bytes = 4ll << 20;
+  int64_t zero_copy_bytes = 256ll << 10;
+};
+
+struct SettingInfo {
+  const char* name;
+  const char* default_text;
+  const char* meaning;
+};
+// The documented settings, in README order.
+const std::vector<SettingInfo>& known_settings();
+
+// Reads the settings through `lookup` (nullptr: unset). An invalid value is an error that names the
+// variable and what it accepts.
+using SettingLookup = std::function<const char*(const std::string& name)>;
+Status parse_config(const SettingLookup& lookup, Config* config);
+
+// Reads the process environment, with `overrides` taking precedence. KOLO_* names that kolo does not
+// know (typos, most likely) are returned in `unknown_names` for the caller to warn about.
+Status config_from_environment(const Settings& overrides, Config* config,
+                               std::vector<std::string>* unknown_names);
+
+}  // namespace kolo

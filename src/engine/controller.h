@@ -1,0 +1,66 @@
+// One negotiation cycle: which submitted ops are ready on every rank, in one order all ranks share.
+//
+// Fast path: names seen before live in the ResponseCache on every rank, so readiness is one bit per
+// name, ANDed across ranks in a single small allreduce. The same allreduce carries OR-ed words
+// (sent inverted, since OR(a,b) = ~AND(~a,~b)): "someone has uncached requests", "these cache
+// entries are stale", "these ranks are shutting down". Only when someone has uncached requests do
+// ranks gather them to rank 0, whose Coordinator answers with a broadcast list of responses.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common/clock.h"
+#include "engine/config.h"
+#include "engine/control_channel.h"
+#include "engine/coordinator.h"
+#include "engine/message.h"
+#include "engine/response_cache.h"
+
+namespace kolo {
+
+struct CycleResult {
+  std::vector<Response> responses;  // to run, in this order, on every rank
+  bool shutdown = false;            // some rank asked to stop: run nothing more
+  std::vector<int> shutdown_ranks;
+  bool negotiated = false;          // this cycle went through rank 0 (not only the cache)
+};
+
+using Clock = std::function<double()>;  // seconds, monotonic
+
+class Controller {
+ public:
+  Controller(ControlChannel* channel, const Config& config, Clock clock = steady_seconds);
+
+  // `submitted`: requests new since the last cycle. Fails only when the channel does.
+  Status cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result);
+
+  const ResponseCache& cache() const { return cache_; }
+
+ private:
+  struct Waiting {
+    Request request;
+    double since;  // when this rank submitted it
+  };
+
+  void classify(Waiting w, std::vector<uint64_t>* invalid);
+  void maybe_check_stalls(double now);
+  Status negotiate(double now, std::vector<Response>* responses);
+  void remember(const std::vector<Response>& responses);
+
+  ControlChannel* channel_;
+  Clock clock_;
+  const int rank_;
+  const int size_;
+  const double cached_stall_seconds_;  // a cached op this old is sent to rank 0 so it can be reported
+  ResponseCache cache_;
+  std::map<uint32_t, Waiting> cached_waiting_;  // by cache position
+  std::vector<Waiting> uncached_;               // for rank 0 at the next negotiation
+  std::unique_ptr<Coordinator> coordinator_;    // rank 0 only
+  std::vector<Response> stall_failures_;        // rank 0: to announce at the next negotiation
+  double last_stall_check_ = 0.0;
+};
+
+}  // namespace kolo

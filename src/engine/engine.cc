@@ -1,0 +1,71 @@
+#include "engine/engine.h"
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/ranks.h"
+
+namespace kolo {
+
+Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<ControlChannel> channel,
+               std::unique_ptr<CollectiveRegistry> registry, std::unique_ptr<Timeline> timeline,
+               HandleTable* handles)
+    : config_(config),
+      topology_(topology),
+      channel_(std::move(channel)),
+      registry_(std::move(registry)),
+      timeline_(std::move(timeline)),
+      handles_(handles),
+      controller_(channel_.get(), config_),
+      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes) {}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  running_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::submit(std::unique_ptr<TensorEntry> entry) {
+  const int64_t handle = entry->handle;
+  Status s = queue_.push(std::move(entry));
+  if (!s.ok()) handles_->complete(handle, s, Output());
+}
+
+void Engine::stop() {
+  stop_requested_ = true;
+  queue_.wake();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::fail_all(const std::string& why, StatusCode code) {
+  for (auto& e : queue_.close(why)) {
+    const std::string message = "tensor '" + e->request.name + "' did not run: " + why;
+    Executor::finish(std::move(e), Status(code, message), handles_);
+  }
+}
+
+void Engine::loop() {
+  const double cycle_seconds = config_.cycle_time_ms / 1000.0;
+  while (true) {
+    queue_.wait_for_work(cycle_seconds);
+    CycleResult result;
+    Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result);
+    if (!s.ok()) {
+      KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
+      fail_all("negotiation failed on rank " + std::to_string(topology_.rank) + ": " + s.message(),
+               StatusCode::kInternal);
+      break;
+    }
+    if (result.shutdown) {
+      fail_all("kolo was shut down (shutdown() called on " + ranks_phrase(result.shutdown_ranks) + ")",
+               StatusCode::kAborted);
+      break;
+    }
+    if (!result.responses.empty()) executor_.run(result.responses, steady_seconds());
+    if (timeline_) timeline_->flush_if_due(steady_seconds());
+  }
+  if (timeline_) timeline_->close();
+  running_ = false;
+}
+
+}  // namespace kolo

@@ -1,0 +1,59 @@
+// The background engine of one process: a thread that runs negotiation cycles and executes what
+// the ranks agree on. Knows nothing of MPI: it is given a ControlChannel for agreement and a
+// CollectiveRegistry for moving bytes (src/api/runtime.cc wires the MPI ones in; the unit tests
+// wire in threads-as-ranks fakes).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "comm/collective.h"
+#include "comm/topology.h"
+#include "engine/config.h"
+#include "engine/control_channel.h"
+#include "engine/controller.h"
+#include "engine/executor.h"
+#include "engine/handle_table.h"
+#include "engine/tensor_queue.h"
+#include "engine/timeline.h"
+
+namespace kolo {
+
+class Engine {
+ public:
+  Engine(const Config& config, const Topology& topology, std::unique_ptr<ControlChannel> channel,
+         std::unique_ptr<CollectiveRegistry> registry, std::unique_ptr<Timeline> timeline, HandleTable* handles);
+  ~Engine();  // stops and joins
+
+  void start();
+  // Pushes a validated entry; its handle fails at once if the push is refused.
+  void submit(std::unique_ptr<TensorEntry> entry);
+  // Asks every rank's engine to stop at the next cycle and waits for this one to end.
+  void stop();
+  // False once the engine stopped, here or because another rank shut down.
+  bool running() const { return running_; }
+
+  const Topology& topology() const { return topology_; }
+  const Config& config() const { return config_; }
+
+ private:
+  void loop();
+  void fail_all(const std::string& why, StatusCode code);
+
+  const Config config_;
+  const Topology topology_;
+  std::unique_ptr<ControlChannel> channel_;
+  std::unique_ptr<CollectiveRegistry> registry_;
+  std::unique_ptr<Timeline> timeline_;
+  HandleTable* handles_;
+  TensorQueue queue_;
+  Controller controller_;
+  Executor executor_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace kolo

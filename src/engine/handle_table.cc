@@ -1,0 +1,72 @@
+#include "engine/handle_table.h"
+
+#include <chrono>
+
+namespace kolo {
+
+int64_t HandleTable::create() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t h = next_++;
+  states_.emplace(h, State());
+  return h;
+}
+
+int64_t HandleTable::create_done(Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t h = next_++;
+  State s;
+  s.done = true;
+  s.status = std::move(status);
+  states_.emplace(h, std::move(s));
+  return h;
+}
+
+void HandleTable::complete(int64_t handle, Status status, Output output) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(handle);
+    if (it == states_.end()) return;
+    it->second.done = true;
+    it->second.status = std::move(status);
+    it->second.output = std::move(output);
+  }
+  cv_.notify_all();
+}
+
+Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) {
+    return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+                                   " (never issued, or already waited on)");
+  }
+  auto done = [&] { return states_.at(handle).done; };
+  if (timeout_seconds < 0) {
+    cv_.wait(lock, done);
+  } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), done)) {
+    return Status::Timeout("operation still in flight after " + std::to_string(timeout_seconds) + " s");
+  }
+  it = states_.find(handle);
+  Status status = std::move(it->second.status);
+  if (output != nullptr) *output = std::move(it->second.output);
+  states_.erase(it);
+  return status;
+}
+
+std::optional<Status> HandleTable::poll(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) {
+    return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+                                   " (never issued, or already waited on)");
+  }
+  if (!it->second.done) return std::nullopt;
+  return it->second.status;
+}
+
+size_t HandleTable::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return states_.size();
+}
+
+}  // namespace kolo

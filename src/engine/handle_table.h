@@ -1,0 +1,38 @@
+// Status of every operation between enqueue and wait(). Outlives engine restarts, so a handle
+// taken before shutdown() can still be waited on after it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+class HandleTable {
+ public:
+  int64_t create();                       // in flight
+  int64_t create_done(Status status);     // already ended (a call rejected at enqueue)
+  void complete(int64_t handle, Status status, Output output);
+
+  // Blocks until done, or `timeout_seconds` (< 0: no limit) pass. Releases the handle when done.
+  Status wait(int64_t handle, double timeout_seconds, Output* output);
+  std::optional<Status> poll(int64_t handle);
+  size_t size();
+
+ private:
+  struct State {
+    bool done = false;
+    Status status;
+    Output output;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_ = 1;
+  std::unordered_map<int64_t, State> states_;
+};
+
+}  // namespace kolo

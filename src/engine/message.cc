@@ -1,0 +1,61 @@
+#include "engine/message.h"
+
+namespace kolo {
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllreduce: return "allreduce";
+    case OpKind::kAllgather: return "allgather";
+    case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kAlltoall: return "alltoall";
+    case OpKind::kReducescatter: return "reducescatter";
+    case OpKind::kBarrier: return "barrier";
+  }
+  return "invalid op";
+}
+
+int64_t Response::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Response::size_bytes() const {
+  return num_elements() * static_cast<int64_t>(dtype_size(dtype));
+}
+
+namespace {
+
+bool same_trailing_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool request_matches_response(const Request& q, const Response& r) {
+  if (!r.ok() || q.name != r.name || q.kind != r.kind || q.dtype != r.dtype || q.device != r.device) {
+    return false;
+  }
+  switch (q.kind) {
+    case OpKind::kAllreduce:
+    case OpKind::kReducescatter:
+      return q.shape == r.shape && q.reduce_op == r.reduce_op && q.prescale == r.prescale &&
+             q.postscale == r.postscale;
+    case OpKind::kBroadcast:
+      return q.shape == r.shape && q.root == r.root;
+    case OpKind::kAllgather:
+      return same_trailing_dims(q.shape, r.shape) && q.rank >= 0 &&
+             static_cast<size_t>(q.rank) < r.first_dims.size() && r.first_dims[q.rank] == q.shape[0];
+    case OpKind::kAlltoall:
+      return same_trailing_dims(q.shape, r.shape);
+    case OpKind::kBarrier:
+      return true;
+  }
+  return false;
+}
+
+}  // namespace kolo

@@ -1,0 +1,43 @@
+// Operations this rank has submitted and not finished, by name. Framework threads push without
+// waiting on the engine; the engine takes the new requests each cycle and finds entries by name
+// when their response comes.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/tensor_entry.h"
+
+namespace kolo {
+
+class TensorQueue {
+ public:
+  // Fails, keeping nothing, when the name is already in flight or the queue is closed.
+  Status push(std::unique_ptr<TensorEntry> entry);
+  // Requests pushed since the last call, in push order.
+  std::vector<Request> take_new();
+  // Waits until something is pushed, wake() is called, or `seconds` pass.
+  void wait_for_work(double seconds);
+  void wake();
+
+  // Valid until remove(name): only the engine thread removes.
+  TensorEntry* find(const std::string& name);
+  std::unique_ptr<TensorEntry> remove(const std::string& name);
+  // Refuses pushes from now on, with `reason`, and hands back every entry still in flight.
+  std::vector<std::unique_ptr<TensorEntry>> close(const std::string& reason);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, std::unique_ptr<TensorEntry>> entries_;
+  std::vector<Request> fresh_;
+  bool woken_ = false;
+  bool closed_ = false;
+  std::string closed_reason_;
+};
+
+}  // namespace kolo

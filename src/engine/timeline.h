@@ -1,0 +1,49 @@
+// KOLO_TIMELINE: a Chrome trace (JSON array format; loads in chrome://tracing and Perfetto) with
+// one row per tensor and a span for each of its phases. Written by the engine thread only.
+//
+// The file is "[" followed by events separated by ",": the closing "]" is written at shutdown,
+// and the trace format allows it to be missing, so a job that dies still leaves a readable trace.
+// Buffered writes are flushed at least every half second for the same reason.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "kolo/status.h"
+
+namespace kolo {
+
+class Timeline {
+ public:
+  // `path` may contain %r, replaced by the rank; without it only rank 0 writes (out is left null
+  // on other ranks).
+  // `origin` is time zero of the trace (steady seconds; < 0: now).
+  static Status open(const std::string& path, int rank, std::unique_ptr<Timeline>* out, double origin = -1.0);
+  ~Timeline();
+
+  // A phase of one tensor, [start, end] in steady seconds; `args` is a JSON object or empty.
+  void span(const std::string& tensor, const char* phase, double start, double end,
+            const std::string& args = "");
+  // A moment on one tensor's row (an error, say).
+  void instant(const std::string& tensor, const char* what, double at, const std::string& args = "");
+  void flush_if_due(double now);
+  void close();
+
+  static std::string json_string(const std::string& s);
+
+ private:
+  Timeline(std::FILE* file, double origin) : file_(file), origin_(origin) {}
+  int row_of(const std::string& tensor);
+  void begin_event();
+  long long micros(double t) const;
+
+  std::FILE* file_;
+  double origin_;
+  double last_flush_ = 0.0;
+  bool first_event_ = true;
+  std::unordered_map<std::string, int> rows_;
+};
+
+}  // namespace kolo

@@ -1,0 +1,31 @@
+// Checks of a call against itself, made at enqueue so that a bad call fails at once, naming the
+// tensor and the rank, and nothing is enqueued. Agreement between ranks is checked later, by the
+// coordinator (response_builder.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/message.h"
+#include "kolo/kolo.h"
+
+namespace kolo {
+
+struct CallSite {
+  std::string name;
+  OpKind kind;
+  int rank;
+  int size;
+  bool gpu_supported;  // a collective for CUDA tensors is built in and a GPU is usable
+};
+
+Status validate_allreduce(const CallSite& c, const TensorView& in, const TensorView& out,
+                          ReduceOp op, double prescale, double postscale);
+Status validate_allgather(const CallSite& c, const TensorView& in);
+Status validate_broadcast(const CallSite& c, const TensorView& in, const TensorView& out, int root);
+// Resolves empty splits to the even split.
+Status validate_alltoall(const CallSite& c, const TensorView& in, std::vector<int64_t>* splits);
+Status validate_reducescatter(const CallSite& c, const TensorView& in, const TensorView& out,
+                              ReduceOp op, double prescale, double postscale);
+
+}  // namespace kolo

@@ -1,0 +1,164 @@
+// init/shutdown, in-flight ops at shutdown, stalls, the timeline, topology, threads, and the C ABI.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../unit/json_check.h"
+#include "kolo/c_api.h"
+#include "mpi_test_util.h"
+
+namespace kolo {
+namespace {
+
+using testing::Buffer;
+using testing::ScopedSettings;
+
+TEST(Topology, OneHostEveryRankLocal) {
+  int world_rank = -1, world_size = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  EXPECT_EQ(rank(), world_rank);
+  EXPECT_EQ(size(), world_size);
+  // mpirun on one machine: every rank shares the host.
+  EXPECT_EQ(local_rank(), world_rank);
+  EXPECT_EQ(local_size(), world_size);
+  EXPECT_EQ(cross_rank(), 0);
+  EXPECT_EQ(cross_size(), 1);
+  EXPECT_TRUE(mpi_threads_supported());
+}
+
+TEST(Lifecycle, OpsAfterShutdownFailAndInitAgainWorks) {
+  ASSERT_TRUE(shutdown().ok());
+  EXPECT_FALSE(is_initialized());
+  EXPECT_EQ(rank(), -1);
+  Buffer b(DataType::kFloat32, {2});
+  Status s = allreduce("after.shutdown", b.view(), b.view());
+  EXPECT_EQ(s.code(), StatusCode::kNotInitialized);
+  EXPECT_EQ(s.message(), "allreduce of tensor 'after.shutdown': kolo has been shut down on this rank");
+  ASSERT_TRUE(init().ok());
+  ASSERT_TRUE(init().ok());  // idempotent
+  EXPECT_TRUE(is_initialized());
+  EXPECT_TRUE(allreduce("after.reinit", b.view(), b.view()).ok());
+}
+
+TEST(Lifecycle, ShutdownFailsOpsInFlightOnEveryRank) {
+  if (size() < 2) GTEST_SKIP() << "needs a rank that never submits the op";
+  Buffer b(DataType::kFloat32, {2});
+  Handle h;
+  if (rank() == 0) h = allreduce_async("never.completes", b.view(), b.view());
+  ASSERT_TRUE(barrier().ok());
+  ASSERT_TRUE(shutdown().ok());
+  if (rank() == 0) {
+    Status s = wait(h);
+    EXPECT_EQ(s.code(), StatusCode::kAborted);
+    // Which ranks had called shutdown() by the cycle that stopped the engine depends on timing.
+    const std::string prefix = "tensor 'never.completes' did not run: kolo was shut down (shutdown() called on rank";
+    EXPECT_EQ(s.message().substr(0, prefix.size()), prefix) << s.message();
+  }
+  ASSERT_TRUE(init().ok());
+}
+
+TEST(Lifecycle, StallShutdownFailsTheStalledOp) {
+  if (size() < 2) GTEST_SKIP() << "needs a rank that never submits the op";
+  ScopedSettings settings(Settings{{"KOLO_STALL_CHECK_SECONDS", "0"}, {"KOLO_STALL_SHUTDOWN_SECONDS", "1"}});
+  Buffer b(DataType::kFloat32, {2});
+  if (rank() == 0) {
+    Status s = wait(allreduce_async("stalled", b.view(), b.view()));
+    EXPECT_EQ(s.code(), StatusCode::kAborted);
+    const std::string missing = size() == 2 ? "rank 1" : "ranks 1-" + std::to_string(size() - 1);
+    EXPECT_EQ(s.message(), "Stalled op failed: tensor 'stalled' (allreduce) was submitted by rank 0 but not by " + missing +
+                               " within KOLO_STALL_SHUTDOWN_SECONDS=1.\n    " + missing +
+                               " submitted instead: nothing (not yet at this step, or busy outside kolo)");
+  }
+  // The other ranks do nothing in kolo until rank 0 has its answer.
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_TRUE(barrier().ok());
+}
+
+TEST(Lifecycle, TimelineIsValidJsonWithEveryPhase) {
+  const std::string path = ::testing::TempDir() + "kolo_mpi_timeline_" + std::to_string(size()) + "_%r.json";
+  {
+    ScopedSettings settings(Settings{{"KOLO_TIMELINE", path}, {"KOLO_ZERO_COPY_BYTES", "1000000"}});
+    std::vector<Buffer> bufs;
+    for (int i = 0; i < 4; ++i) bufs.emplace_back(DataType::kFloat32, std::vector<int64_t>{100});
+    std::vector<Handle> hs;
+    for (int i = 0; i < 4; ++i) hs.push_back(allreduce_async("tl." + std::to_string(i), bufs[i].view(), bufs[i].view()));
+    for (Handle h : hs) ASSERT_TRUE(wait(h).ok());
+    Buffer bad(rank() == 0 ? DataType::kInt32 : DataType::kFloat32, {1});
+    allreduce("tl.bad", bad.view(), bad.view());
+  }
+  std::string file = path;
+  file.replace(file.find("%r"), 2, std::to_string(rank()));
+  std::ifstream f(file);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_TRUE(testing::JsonCheck::valid(text.str())) << text.str();
+  for (const char* phase : {"\"NEGOTIATE\"", "\"QUEUE\"", "\"PACK\"", "\"COLLECTIVE\"", "\"UNPACK\"", "\"tl.3\"", "\"ERROR\""}) {
+    if (size() == 1 && std::string(phase) == "\"ERROR\"") continue;
+    EXPECT_NE(text.str().find(phase), std::string::npos) << phase;
+  }
+}
+
+TEST(Threads, ConcurrentSubmittersGetExactResults) {
+  constexpr int kThreads = 4, kOps = 50;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &failures] {
+      std::vector<std::vector<int64_t>> data(kOps);
+      std::vector<Handle> hs;
+      for (int i = 0; i < kOps; ++i) {
+        data[i].assign(static_cast<size_t>(1 + i), rank() + t + i);
+        AllreduceOptions o;
+        o.op = ReduceOp::kSum;
+        hs.push_back(allreduce_async("thread" + std::to_string(t) + "." + std::to_string(i), cpu_view(data[i]),
+                                     cpu_view(data[i]), o));
+      }
+      for (int i = 0; i < kOps; ++i) {
+        const int64_t expected = static_cast<int64_t>(size()) * (size() - 1) / 2 + static_cast<int64_t>(size()) * (t + i);
+        if (!wait(hs[i]).ok()) ++failures[t];
+        for (int64_t v : data[i]) failures[t] += v != expected;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(CApi, AllreduceAllgatherAndErrors) {
+  EXPECT_EQ(kolo_size(), size());
+  int64_t shape[1] = {3};
+  float data[3] = {1.0f, 2.0f, 3.0f};
+  kolo_tensor t = {data, KOLO_FLOAT32, 1, shape, nullptr, KOLO_CPU, 0, nullptr};
+  kolo_handle h = kolo_allreduce_async("c.ar", &t, &t, KOLO_SUM, 1.0, 2.0, nullptr, nullptr);
+  ASSERT_EQ(kolo_wait(h, -1, nullptr), KOLO_OK) << kolo_last_error();
+  EXPECT_EQ(data[2], 6.0f * size());
+
+  int64_t one[1] = {1};
+  int32_t mine = rank() * 10;
+  kolo_tensor g = {&mine, KOLO_INT32, 1, one, nullptr, KOLO_CPU, 0, nullptr};
+  kolo_output* out = nullptr;
+  ASSERT_EQ(kolo_wait(kolo_allgather_async("c.ag", &g, nullptr, nullptr, nullptr, nullptr), 5.0, &out), KOLO_OK);
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(kolo_output_ndim(out), 1);
+  ASSERT_EQ(kolo_output_shape(out)[0], size());
+  for (int r = 0; r < size(); ++r) EXPECT_EQ(static_cast<int32_t*>(kolo_output_data(out))[r], 10 * r);
+  kolo_output_free(out);
+
+  kolo_tensor bad = t;
+  bad.dtype = 99;
+  EXPECT_EQ(kolo_wait(kolo_allreduce_async("c.bad", &bad, &bad, KOLO_SUM, 1, 1, nullptr, nullptr), -1, nullptr),
+            KOLO_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(kolo_last_error()),
+            "allreduce of tensor 'c.bad' on rank " + std::to_string(rank()) +
+                ": input has an unsupported dtype (99); kolo supports uint8, int8, int32, int64, float16, bfloat16, "
+                "float32, float64");
+  EXPECT_EQ(kolo_poll(123456789), -1);
+}
+
+}  // namespace
+}  // namespace kolo

@@ -1,0 +1,107 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "engine/config.h"
+
+namespace kolo {
+namespace {
+
+Status parse(const std::map<std::string, std::string>& env, Config* c) {
+  return parse_config(
+      [&env](const std::string& name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      c);
+}
+
+TEST(Config, Defaults) {
+  Config c;
+  ASSERT_TRUE(parse({}, &c).ok());
+  EXPECT_EQ(c.cycle_time_ms, 1.0);
+  EXPECT_EQ(c.fusion_threshold_bytes, 64 << 20);
+  EXPECT_EQ(c.cache_capacity, 1024);
+  EXPECT_EQ(c.timeline_path, "");
+  EXPECT_EQ(c.stall_check_seconds, 60.0);
+  EXPECT_EQ(c.stall_shutdown_seconds, 0.0);
+  EXPECT_EQ(c.log_level, LogLevel::kWarning);
+  EXPECT_EQ(c.segment_bytes, 4 << 20);
+  EXPECT_EQ(c.zero_copy_bytes, 256 << 10);
+}
+
+TEST(Config, ReadsEveryValue) {
+  Config c;
+  ASSERT_TRUE(parse({{"KOLO_CYCLE_TIME_MS", "2.5"},
+                     {"KOLO_FUSION_THRESHOLD_BYTES", "0"},
+                     {"KOLO_CACHE_CAPACITY", "7"},
+                     {"KOLO_TIMELINE", "/tmp/t.json"},
+                     {"KOLO_STALL_CHECK_SECONDS", "3"},
+                     {"KOLO_STALL_SHUTDOWN_SECONDS", "9.5"},
+                     {"KOLO_LOG_LEVEL", "DEBUG"},
+                     {"KOLO_SEGMENT_BYTES", "1024"},
+                     {"KOLO_ZERO_COPY_BYTES", "0"}},
+                    &c)
+                  .ok());
+  EXPECT_EQ(c.cycle_time_ms, 2.5);
+  EXPECT_EQ(c.fusion_threshold_bytes, 0);
+  EXPECT_EQ(c.cache_capacity, 7);
+  EXPECT_EQ(c.timeline_path, "/tmp/t.json");
+  EXPECT_EQ(c.stall_check_seconds, 3.0);
+  EXPECT_EQ(c.stall_shutdown_seconds, 9.5);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.segment_bytes, 1024);
+  EXPECT_EQ(c.zero_copy_bytes, 0);
+}
+
+TEST(Config, InvalidValuesNameTheVariable) {
+  Config c;
+  Status s = parse({{"KOLO_FUSION_THRESHOLD_BYTES", "64MB"}}, &c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "KOLO_FUSION_THRESHOLD_BYTES='64MB' is not valid: expected a non-negative integer.");
+  s = parse({{"KOLO_CYCLE_TIME_MS", "-1"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_CYCLE_TIME_MS='-1' is not valid: expected a non-negative number.");
+  s = parse({{"KOLO_LOG_LEVEL", "loud"}}, &c);
+  EXPECT_EQ(s.message(),
+            "KOLO_LOG_LEVEL='loud' is not valid: expected one of trace, debug, info, warning, error.");
+  s = parse({{"KOLO_CACHE_CAPACITY", ""}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_CACHE_CAPACITY='' is not valid: expected a non-negative integer.");
+  s = parse({{"KOLO_SEGMENT_BYTES", "2147483648"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_SEGMENT_BYTES='2147483648' is not valid: expected at most 1073741824 (1 GiB).");
+}
+
+TEST(Config, OverridesWinAndUnknownOverridesAreErrors) {
+  Config c;
+  std::vector<std::string> unknown;
+  ASSERT_TRUE(config_from_environment({{"KOLO_CACHE_CAPACITY", "3"}}, &c, &unknown).ok());
+  EXPECT_EQ(c.cache_capacity, 3);
+  Status s = config_from_environment({{"KOLO_FUSION_THRESHOLD", "1"}}, &c, &unknown);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "'KOLO_FUSION_THRESHOLD' is not a kolo setting; the settings are listed in the README (KOLO_*)");
+}
+
+TEST(Config, UnknownEnvironmentNamesAreReported) {
+  setenv("KOLO_FUSION_TRESHOLD_BYTES", "1", 1);
+  Config c;
+  std::vector<std::string> unknown;
+  ASSERT_TRUE(config_from_environment({}, &c, &unknown).ok());
+  unsetenv("KOLO_FUSION_TRESHOLD_BYTES");
+  EXPECT_EQ(unknown, std::vector<std::string>{"KOLO_FUSION_TRESHOLD_BYTES"});
+}
+
+// The README's table lists every setting with the default the code uses.
+TEST(Config, ReadmeListsEverySettingWithItsDefault) {
+  std::ifstream readme(KOLO_SOURCE_DIR "/README.md");
+  ASSERT_TRUE(readme.good());
+  std::stringstream text;
+  text << readme.rdbuf();
+  for (const SettingInfo& s : known_settings()) {
+    const std::string row = std::string("| `") + s.name + "` | " + s.default_text + " |";
+    EXPECT_NE(text.str().find(row), std::string::npos) << "README lacks the row starting: " << row;
+  }
+}
+
+}  // namespace
+}  // namespace kolo
