@@ -67,19 +67,15 @@ using DoneCallback = std::function<void(const Status&)>;
 // on kolo's thread with that shape; fills `out` with memory of that shape, dtype and device.
 using OutputAllocator = std::function<Status(const std::vector<int64_t>& shape, TensorView* out)>;
 
-struct AllreduceOptions {
+// For the reducing collectives, allreduce and reducescatter.
+struct ReduceOptions {
   ReduceOp op = ReduceOp::kAverage;
   double prescale_factor = 1.0;   // applied to the input before the reduction (floating point only)
   double postscale_factor = 1.0;  // applied to the result (floating point only)
   DoneCallback on_done;
 };
-
-struct ReducescatterOptions {
-  ReduceOp op = ReduceOp::kAverage;
-  double prescale_factor = 1.0;
-  double postscale_factor = 1.0;
-  DoneCallback on_done;
-};
+using AllreduceOptions = ReduceOptions;
+using ReducescatterOptions = ReduceOptions;
 
 struct SizedOutputOptions {
   OutputAllocator allocate;  // empty: kolo allocates, and wait() hands the memory over in Output

@@ -59,6 +59,8 @@ KOLO_EXPORT const char* dtype_name(DataType dtype);
 KOLO_EXPORT bool dtype_is_valid(DataType dtype);
 KOLO_EXPORT bool dtype_is_floating(DataType dtype);
 KOLO_EXPORT std::string shape_string(const std::vector<int64_t>& shape);
+// The product of the dimensions (1 for a scalar).
+KOLO_EXPORT int64_t num_elements(const std::vector<int64_t>& shape);
 
 // Convenience for C++ callers: a contiguous CPU view of a typed buffer.
 template <typename T>

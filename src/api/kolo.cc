@@ -70,6 +70,14 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
   return h;
 }
 
+Handle submit_reduction(const Call& call, const TensorView& input, const TensorView& output, const ReduceOptions& o) {
+  auto e = make_entry(call, input, output);
+  e->request.reduce_op = o.op;
+  e->request.prescale = o.prescale_factor;
+  e->request.postscale = o.postscale_factor;
+  return submit(call, std::move(e), o.on_done);
+}
+
 }  // namespace
 
 Status init(const Settings& overrides) { return Runtime::instance().init(overrides); }
@@ -112,11 +120,7 @@ Handle allreduce_async(const std::string& name, const TensorView& input, const T
   Status s = begin(name, OpKind::kAllreduce, &call);
   if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor);
   if (!s.ok()) return rejected(s);
-  auto e = make_entry(call, input, output);
-  e->request.reduce_op = o.op;
-  e->request.prescale = o.prescale_factor;
-  e->request.postscale = o.postscale_factor;
-  return submit(call, std::move(e), o.on_done);
+  return submit_reduction(call, input, output, o);
 }
 
 Handle allgather_async(const std::string& name, const TensorView& input, const SizedOutputOptions& o) {
@@ -159,11 +163,7 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
   Status s = begin(name, OpKind::kReducescatter, &call);
   if (s.ok()) s = validate_reducescatter(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor);
   if (!s.ok()) return rejected(s);
-  auto e = make_entry(call, input, output);
-  e->request.reduce_op = o.op;
-  e->request.prescale = o.prescale_factor;
-  e->request.postscale = o.postscale_factor;
-  return submit(call, std::move(e), o.on_done);
+  return submit_reduction(call, input, output, o);
 }
 
 Handle barrier_async(const DoneCallback& on_done) {

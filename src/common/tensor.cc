@@ -4,11 +4,13 @@
 
 namespace kolo {
 
-int64_t TensorView::num_elements() const {
+int64_t num_elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
+
+int64_t TensorView::num_elements() const { return kolo::num_elements(shape); }
 
 int64_t TensorView::size_bytes() const {
   return num_elements() * static_cast<int64_t>(dtype_size(dtype));

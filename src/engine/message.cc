@@ -14,11 +14,7 @@ const char* op_kind_name(OpKind kind) {
   return "invalid op";
 }
 
-int64_t Response::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t Response::num_elements() const { return kolo::num_elements(shape); }
 
 int64_t Response::size_bytes() const {
   return num_elements() * static_cast<int64_t>(dtype_size(dtype));
