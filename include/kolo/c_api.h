@@ -117,7 +117,7 @@ KOLO_EXPORT void kolo_output_free(kolo_output* output);
 
 /* "1.2.3" */
 KOLO_EXPORT const char* kolo_version(void);
-/* Which of MPI, CUDA and NCCL this build has, with versions; one line each. */
+/* Which of MPI, CUDA and NCCL this build has, with versions; a heading line, then one line each. */
 KOLO_EXPORT const char* kolo_build_summary(void);
 
 #ifdef __cplusplus

@@ -183,10 +183,13 @@ const char* kolo_version(void) {
 const char* kolo_build_summary(void) {
   static const std::string summary = [] {
     const kolo::BuildInfo b = kolo::build_info();
+    auto line = [](bool have, const char* what, const std::string& detail) {
+      return std::string("  [") + (have ? "X" : " ") + "] " + what + detail + "\n";
+    };
     std::string s = "kolo " + b.version + "\n";
-    s += "MPI: " + (b.mpi_version.empty() ? std::string("no") : b.mpi_version) + "\n";
-    s += "CUDA: " + (b.cuda ? b.cuda_version : std::string("no")) + "\n";
-    s += "NCCL: " + (b.nccl ? b.nccl_version : std::string("no")) + "\n";
+    s += line(!b.mpi_version.empty(), "MPI    ", b.mpi_version + " (collectives on CPU tensors)");
+    s += line(b.cuda, "CUDA   ", b.cuda ? b.cuda_version : "not built in");
+    s += line(b.nccl, "NCCL   ", b.nccl ? b.nccl_version + " (collectives on GPU tensors)" : "not built in");
     return s;
   }();
   return summary.c_str();

@@ -58,8 +58,17 @@ Status Runtime::init(const Settings& overrides) {
 
   const CpuTuning tuning{config.segment_bytes, config.zero_copy_bytes};
   auto registry = std::make_unique<CollectiveRegistry>();
-  registry->add(make_mpi_allreduce(*context_, tuning));
-  registry->add(make_mpi_allgather(*context_));
+  // Hierarchical allreduce splits each host's share into one block per local rank, so every host
+  // must have as many ranks; hierarchical allgather works with any layout.
+  const bool hierarchical_allreduce = config.hierarchical_allreduce && topo.homogeneous;
+  if (config.hierarchical_allreduce && !topo.homogeneous && topo.rank == 0) {
+    KOLO_LOG(kWarning, "KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every host; "
+                       "using flat allreduce");
+  }
+  registry->add(hierarchical_allreduce ? make_mpi_hierarchical_allreduce(*context_, tuning)
+                                       : make_mpi_allreduce(*context_, tuning));
+  registry->add(config.hierarchical_allgather ? make_mpi_hierarchical_allgather(*context_)
+                                              : make_mpi_allgather(*context_));
   registry->add(make_mpi_broadcast(*context_, tuning));
   registry->add(make_mpi_alltoall(*context_));
   registry->add(make_mpi_reducescatter(*context_));

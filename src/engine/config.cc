@@ -1,5 +1,6 @@
 #include "engine/config.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -33,6 +34,12 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_ZERO_COPY_BYTES", "262144",
        "CPU allreduce reduces a tensor of at least this size (256 KiB) where it lies instead of "
        "copying it through the fusion buffer; 0 copies every fused tensor."},
+      {"KOLO_HIERARCHICAL_ALLREDUCE", "0",
+       "1: allreduce inside each host first (reduce-scatter), then across hosts among ranks of the same "
+       "local rank, then inside each host again (allgather). Needs the same number of ranks on every host."},
+      {"KOLO_HIERARCHICAL_ALLGATHER", "0",
+       "1: allgather inside each host, then across hosts among each host's first rank, then a broadcast "
+       "inside each host."},
   };
   return settings;
 }
@@ -74,6 +81,20 @@ class Parser {
     if (v != nullptr) *out = v;
   }
 
+  void boolean(const char* name, bool* out) {
+    const char* v = lookup_(name);
+    if (v == nullptr || !status_.ok()) return;
+    std::string t = v;
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (t == "1" || t == "true" || t == "yes" || t == "on") {
+      *out = true;
+    } else if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) {
+      *out = false;
+    } else {
+      fail(name, v, "1 or 0");
+    }
+  }
+
   void log_level(const char* name, LogLevel* out) {
     const char* v = lookup_(name);
     if (v == nullptr || !status_.ok()) return;
@@ -113,6 +134,8 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.log_level("KOLO_LOG_LEVEL", &c.log_level);
   p.non_negative_int("KOLO_SEGMENT_BYTES", &c.segment_bytes);
   p.non_negative_int("KOLO_ZERO_COPY_BYTES", &c.zero_copy_bytes);
+  p.boolean("KOLO_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce);
+  p.boolean("KOLO_HIERARCHICAL_ALLGATHER", &c.hierarchical_allgather);
   // Bounds that keep the engine sane: a cycle of at most a minute, a cache whose bit vector stays
   // small, and segments whose element counts fit MPI's int counts.
   p.check(c.cycle_time_ms <= 60000.0, "KOLO_CYCLE_TIME_MS", "at most 60000 (one minute)");

@@ -22,6 +22,8 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;
   int64_t segment_bytes = 4ll << 20;
   int64_t zero_copy_bytes = 256ll << 10;
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
 };
 
 struct SettingInfo {

@@ -134,6 +134,27 @@ TEST(Allreduce, ManyInFlightSmallFusionBufferAndZeroCopy) {
   many_in_flight(2);
 }
 
+// On one host the hierarchical path still runs its composition: reduce-scatter among all local
+// ranks (blocks of uneven size, some empty when there are fewer elements than ranks), a one-rank
+// cross-host step, allgather. The emulated cluster runs it across hosts (tests/cluster).
+TEST(Allreduce, HierarchicalEveryDtypeAndOddSizes) {
+  ScopedSettings s(Settings{{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}, {"KOLO_SEGMENT_BYTES", "4096"}});
+  for (DataType dtype : testing::all_dtypes()) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
+      for (size_t n : {size_t{1}, size_t{3}, size_t{1001}, size_t{5000}}) {
+        Buffer in = input_for(dtype, n, op);
+        Buffer out(dtype, {static_cast<int64_t>(n)});
+        AllreduceOptions o;
+        o.op = op;
+        const std::string name = std::string("har.") + dtype_name(dtype) + reduce_op_name(op) + std::to_string(n);
+        ASSERT_TRUE(allreduce(name, in.view(), out.view(), o).ok());
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(out.get(i), expected_reduction(op, i, size(), out)) << name << " " << i;
+      }
+    }
+  }
+  many_in_flight(2);
+}
+
 TEST(Allreduce, TensorLargerThanTheFusionBufferAndSegments) {
   ScopedSettings s(Settings{{"KOLO_FUSION_THRESHOLD_BYTES", "1024"}, {"KOLO_SEGMENT_BYTES", "4096"}});
   Buffer small = input_for(DataType::kFloat32, 10, ReduceOp::kAverage);
@@ -189,6 +210,22 @@ TEST_P(AllgatherTest, RowsDifferPerRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, AllgatherTest, ::testing::ValuesIn(testing::all_dtypes()), testing::dtype_param_name);
+
+TEST(Allgather, HierarchicalGivesTheFlatResult) {
+  ScopedSettings s(Settings{{"KOLO_HIERARCHICAL_ALLGATHER", "1"}});
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt8, DataType::kBFloat16}) {
+    const int me = rank();
+    Buffer in(dtype, {me % 3, 2});
+    for (size_t i = 0; i < in.size(); ++i) in.set(i, (me * 10 + static_cast<int>(i)) % 100);
+    std::vector<double> expected;
+    for (int r = 0; r < size(); ++r) {
+      for (int i = 0; i < (r % 3) * 2; ++i) expected.push_back((r * 10 + i) % 100);
+    }
+    Output out;
+    ASSERT_TRUE(allgather(std::string("hag.") + dtype_name(dtype), in.view(), &out).ok());
+    EXPECT_EQ(testing::values_of(out), expected);
+  }
+}
 
 TEST(Allgather, FailingAllocatorFailsTheOpNamingTheTensor) {
   Buffer in(DataType::kInt32, {2});

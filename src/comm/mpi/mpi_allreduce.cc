@@ -1,22 +1,89 @@
-// Allreduce of CPU tensors, fused or alone, in cache-sized segments (comm/segment_plan.h).
+// Allreduce of CPU tensors, fused or alone, in cache-sized segments (comm/segment_plan.h). Each
+// segment is reduced flat (one MPI_Allreduce over every rank) or hierarchically (reduce-scatter
+// inside the host, allreduce across hosts, allgather inside the host).
 #include <vector>
 
+#include "common/clock.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
 #include "comm/segment_plan.h"
 #include "cpu/kernels.h"
-#include "common/clock.h"
 
 namespace kolo {
 namespace {
 
 char* bytes_at(void* p, int64_t offset) { return static_cast<char*>(p) + offset; }
 
+// Reduces `count` elements from `send` (MPI_IN_PLACE: from `recv`) into `recv` on every rank.
+class SegmentReducer {
+ public:
+  virtual ~SegmentReducer() = default;
+  virtual Status reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) = 0;
+};
+
+class FlatReducer : public SegmentReducer {
+ public:
+  explicit FlatReducer(MPI_Comm comm) : comm_(comm) {}
+  Status reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, count, type, op, comm_), "MPI_Allreduce");
+    return Status::OK();
+  }
+
+ private:
+  MPI_Comm comm_;
+};
+
+// Every host's ranks split the segment into blocks (sizes differing by at most one element, so any
+// count works); block i is reduced across hosts by the ranks of local rank i, so each byte crosses
+// between hosts once per host instead of once per rank.
+class HierarchicalReducer : public SegmentReducer {
+ public:
+  explicit HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {}
+  Status reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
+    const Topology& t = mpi_.topology();
+    int elem = 0;
+    MPI_Type_size(type, &elem);
+    counts_.resize(static_cast<size_t>(t.local_size));
+    displs_.resize(static_cast<size_t>(t.local_size));
+    int offset = 0;
+    for (int i = 0; i < t.local_size; ++i) {
+      counts_[i] = count / t.local_size + (i < count % t.local_size ? 1 : 0);
+      displs_[i] = offset;
+      offset += counts_[i];
+    }
+    const int mine = counts_[t.local_rank];
+    block_.resize(static_cast<size_t>(mine) * elem + 1);
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send == MPI_IN_PLACE ? recv : send, block_.data(), counts_.data(),
+                                                type, op, mpi_.local()),
+                             "MPI_Reduce_scatter (inside the host)");
+    if (t.cross_size > 1) {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, block_.data(), mine, type, op, mpi_.cross()),
+                               "MPI_Allreduce (across hosts)");
+    }
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(block_.data(), mine, type, recv, counts_.data(), displs_.data(), type,
+                                            mpi_.local()),
+                             "MPI_Allgatherv (inside the host)");
+    return Status::OK();
+  }
+
+ private:
+  const MpiContext& mpi_;
+  std::vector<int> counts_, displs_;
+  std::vector<char> block_;
+};
+
 class MpiAllreduce : public Collective {
  public:
-  MpiAllreduce(const MpiContext& mpi, const CpuTuning& tuning) : mpi_(mpi), tuning_(tuning) {}
+  MpiAllreduce(const MpiContext& mpi, const CpuTuning& tuning, bool hierarchical)
+      : mpi_(mpi), tuning_(tuning), hierarchical_(hierarchical) {
+    if (hierarchical) {
+      reducer_ = std::make_unique<HierarchicalReducer>(mpi);
+    } else {
+      reducer_ = std::make_unique<FlatReducer>(mpi.data());
+    }
+  }
 
-  const char* name() const override { return "MPI_ALLREDUCE"; }
+  const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }
 
   bool accepts(const Response& r) const override {
     return r.kind == OpKind::kAllreduce && r.device == DeviceType::kCPU;
@@ -51,7 +118,8 @@ class MpiAllreduce : public Collective {
         } else if (e.input.data != e.output.data) {
           send = bytes_at(e.input.data, p.offset);
         }
-        KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, out, count, type, op, mpi_.data()), "MPI_Allreduce");
+        Status s = reducer_->reduce(send, out, count, type, op);
+        if (!s.ok()) return s;
         if (!post.identity()) scale_into(dtype, out, out, count, post);
         if (timed) log.record(p.member, Phase::kCollective, t0, steady_seconds());
         continue;
@@ -62,8 +130,8 @@ class MpiAllreduce : public Collective {
                    staging_.data() + p.staging_offset, p.bytes / elem, pre);
       }
       const double t1 = timed ? steady_seconds() : 0;
-      KOLO_MPI_RETURN_IF_ERROR(
-          MPI_Allreduce(MPI_IN_PLACE, staging_.data(), count, type, op, mpi_.data()), "MPI_Allreduce");
+      Status s = reducer_->reduce(MPI_IN_PLACE, staging_.data(), count, type, op);
+      if (!s.ok()) return s;
       const double t2 = timed ? steady_seconds() : 0;
       for (const SegmentPiece& p : seg.pieces) {
         scale_into(dtype, staging_.data() + p.staging_offset, bytes_at(tasks[p.member].entry->output.data, p.offset),
@@ -84,13 +152,19 @@ class MpiAllreduce : public Collective {
  private:
   const MpiContext& mpi_;
   const CpuTuning tuning_;
+  const bool hierarchical_;
+  std::unique_ptr<SegmentReducer> reducer_;
   std::vector<char> staging_;  // the fusion buffer: one packed segment at a time
 };
 
 }  // namespace
 
 std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CpuTuning& tuning) {
-  return std::make_unique<MpiAllreduce>(mpi, tuning);
+  return std::make_unique<MpiAllreduce>(mpi, tuning, false);
+}
+
+std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CpuTuning& tuning) {
+  return std::make_unique<MpiAllreduce>(mpi, tuning, true);
 }
 
 }  // namespace kolo

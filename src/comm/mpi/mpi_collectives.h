@@ -15,7 +15,9 @@ struct CpuTuning {
 };
 
 std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CpuTuning& tuning);
+std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CpuTuning& tuning);
 std::unique_ptr<Collective> make_mpi_allgather(const MpiContext& mpi);
+std::unique_ptr<Collective> make_mpi_hierarchical_allgather(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CpuTuning& tuning);
 std::unique_ptr<Collective> make_mpi_alltoall(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_reducescatter(const MpiContext& mpi);

@@ -67,6 +67,11 @@ Status MpiContext::init() {
   t.cross_size = static_cast<int>(hosts.size());
   t.cross_rank = static_cast<int>(std::lower_bound(hosts.begin(), hosts.end(), host_root) - hosts.begin());
   t.homogeneous = std::all_of(sizes.begin(), sizes.end(), [&](int s) { return s == sizes[0]; });
+  host_members_.assign(hosts.size(), {});
+  for (int r = 0; r < t.size; ++r) {
+    const size_t h = static_cast<size_t>(std::lower_bound(hosts.begin(), hosts.end(), roots[r]) - hosts.begin());
+    host_members_[h].push_back(r);
+  }
 
   Status s = create_half_ops<DataType::kFloat16>(half_ops_[0]);
   if (s.ok()) s = create_half_ops<DataType::kBFloat16>(half_ops_[1]);

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <vector>
 
 #include "comm/topology.h"
 #include "kolo/kolo.h"
@@ -25,6 +26,8 @@ class MpiContext {
   MPI_Comm local() const { return local_; }   // ranks on this host
   MPI_Comm cross() const { return cross_; }   // ranks with this local rank, one per host
   const Topology& topology() const { return topology_; }
+  // World ranks on each host, hosts in cross-rank order, ranks in local-rank order.
+  const std::vector<std::vector<int>>& host_members() const { return host_members_; }
 
   MPI_Datatype datatype(DataType dtype) const;
   MPI_Op op(DataType dtype, ReduceOp op) const;
@@ -38,6 +41,7 @@ class MpiContext {
   MPI_Comm local_ = MPI_COMM_NULL;
   MPI_Comm cross_ = MPI_COMM_NULL;
   Topology topology_;
+  std::vector<std::vector<int>> host_members_;
   // [fp16 or bf16][reduce op]: user ops, created once per context.
   MPI_Op half_ops_[2][5];
   bool ops_created_ = false;

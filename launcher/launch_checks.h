@@ -1,0 +1,22 @@
+// What kolorun checks on the machine before it starts anything: mpirun is there, and every other
+// host answers within the start timeout.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch_options.h"
+
+namespace kolo {
+namespace launcher {
+
+// The mpirun to use: $KOLO_MPIRUN if set, else the first on PATH; empty if none.
+std::string find_mpirun();
+
+// Runs `agent host true` (agent: ssh in batch mode, or --rsh-agent) for every host that is not
+// this one, all at once; returns one message per host that failed or did not answer in time.
+std::vector<std::string> unreachable_hosts(const std::vector<Host>& hosts, const std::string& hostname,
+                                           const std::string& rsh_agent, double timeout_seconds);
+
+}  // namespace launcher
+}  // namespace kolo

@@ -1,0 +1,332 @@
+#include "launch_options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace kolo {
+namespace launcher {
+namespace {
+
+bool parse_int(const std::string& text, long long min, long long* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (*end != '\0' || errno != 0 || v < min) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_number(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || errno != 0 || !std::isfinite(v) || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+bool valid_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* usage() {
+  return "usage: kolorun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
+         "\n"
+         "Starts `command` on N ranks through Open MPI's mpirun, one rank per slot.\n"
+         "\n"
+         "  -np, --num-proc N                 number of ranks\n"
+         "  -H, --hosts H:S,...               hosts and their slots (default: this host, N slots)\n"
+         "  --hostfile FILE                   hosts from a file: lines 'host slots=N' or 'host:N'\n"
+         "  --verbose                         print the mpirun command before running it\n"
+         "  --dry-run                         print the mpirun command, start nothing\n"
+         "  --check-build                     which of MPI, CUDA and NCCL this kolo has\n"
+         "  --timeline-filename FILE          KOLO_TIMELINE\n"
+         "  --fusion-threshold-mb N           KOLO_FUSION_THRESHOLD_BYTES, in MiB (0: no fusion)\n"
+         "  --cycle-time-ms N                 KOLO_CYCLE_TIME_MS\n"
+         "  --cache-capacity N                KOLO_CACHE_CAPACITY (0: no response cache)\n"
+         "  --hierarchical-allreduce          KOLO_HIERARCHICAL_ALLREDUCE=1\n"
+         "  --hierarchical-allgather          KOLO_HIERARCHICAL_ALLGATHER=1\n"
+         "  --stall-check-warning-time-seconds N   KOLO_STALL_CHECK_SECONDS\n"
+         "  --stall-check-shutdown-time-seconds N  KOLO_STALL_SHUTDOWN_SECONDS\n"
+         "  --no-stall-check                  KOLO_STALL_CHECK_SECONDS=0\n"
+         "  --log-level LEVEL                 KOLO_LOG_LEVEL (trace, debug, info, warning, error)\n"
+         "  --network-interface IF            the interface for MPI's control and data traffic (and NCCL's)\n"
+         "  --start-timeout SECONDS           how long to wait for every host to answer (default 30)\n"
+         "  --rsh-agent COMMAND               how to reach other hosts (default: ssh)\n"
+         "  -x VAR[=VALUE]                    forward VAR to every rank, or set it\n"
+         "  --mpi-args \"...\"                  passed to mpirun as they are\n"
+         "  -h, --help                        this text\n";
+}
+
+bool split_shell_words(const std::string& text, std::vector<std::string>* words, std::string* error) {
+  words->clear();
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0; else cur += c;
+      continue;
+    }
+    if (quote == '"') {
+      if (c == '"') {
+        quote = 0;
+      } else if (c == '\\' && i + 1 < text.size() && std::string("\"\\$`").find(text[i + 1]) != std::string::npos) {
+        cur += text[++i];
+      } else {
+        cur += c;
+      }
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) words->push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < text.size()) {
+      cur += text[++i];
+      in_word = true;
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) {
+    *error = std::string("unterminated ") + quote + " quote in --mpi-args";
+    return false;
+  }
+  if (in_word) words->push_back(cur);
+  return true;
+}
+
+bool parse_host_list(const std::string& text, std::vector<Host>* hosts, std::string* error) {
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    if (item.empty()) {
+      *error = "empty host name in -H '" + text + "'";
+      return false;
+    }
+    Host h;
+    const size_t colon = item.rfind(':');
+    h.name = item.substr(0, colon);
+    if (colon != std::string::npos) {
+      long long slots;
+      if (!parse_int(item.substr(colon + 1), 1, &slots)) {
+        *error = "bad slot count in '" + item + "': expected host:N with N >= 1";
+        return false;
+      }
+      h.slots = static_cast<int>(slots);
+    }
+    if (h.name.empty()) {
+      *error = "empty host name in -H '" + text + "'";
+      return false;
+    }
+    hosts->push_back(h);
+  }
+  if (hosts->empty()) {
+    *error = "-H needs at least one host";
+    return false;
+  }
+  return true;
+}
+
+bool parse_hostfile_text(const std::string& text, std::vector<Host>* hosts, std::string* error) {
+  std::stringstream s(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(s, line)) {
+    ++number;
+    line = line.substr(0, line.find('#'));
+    std::stringstream words(line);
+    std::string name, rest;
+    if (!(words >> name)) continue;
+    Host h;
+    h.name = name;
+    const size_t colon = name.rfind(':');
+    long long slots = 1;
+    if (colon != std::string::npos) {
+      h.name = name.substr(0, colon);
+      if (!parse_int(name.substr(colon + 1), 1, &slots)) {
+        *error = "line " + std::to_string(number) + ": bad slot count in '" + name + "'";
+        return false;
+      }
+    }
+    while (words >> rest) {
+      if (rest.rfind("slots=", 0) == 0 && parse_int(rest.substr(6), 1, &slots)) continue;
+      if (rest.rfind("max_slots=", 0) == 0) continue;  // Open MPI's; kolo places one rank per slot
+      *error = "line " + std::to_string(number) + ": expected 'host slots=N', got '" + line + "'";
+      return false;
+    }
+    h.slots = static_cast<int>(slots);
+    hosts->push_back(h);
+  }
+  if (hosts->empty()) {
+    *error = "the hostfile lists no hosts";
+    return false;
+  }
+  return true;
+}
+
+bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, std::string* error) {
+  *o = LaunchOptions();
+  size_t i = 0;
+  auto value = [&](const std::string& flag, std::string* v) {
+    if (i + 1 >= args.size()) {
+      *error = flag + " needs a value";
+      return false;
+    }
+    *v = args[++i];
+    return true;
+  };
+  auto number_setting = [&](const std::string& flag, const char* name, double scale, bool integer) {
+    std::string v;
+    if (!value(flag, &v)) return false;
+    double x;
+    if (!parse_number(v, &x) || (integer && x != std::floor(x))) {
+      *error = flag + " expects a non-negative " + (integer ? "integer" : "number") + ", got '" + v + "'";
+      return false;
+    }
+    std::ostringstream text;
+    text.precision(15);
+    text << x * scale;
+    o->settings.emplace_back(name, text.str());
+    return true;
+  };
+  bool hosts_given = false;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    if (a == "-np" || a == "--num-proc" || a == "-n") {
+      long long n;
+      if (!value(a, &v)) return false;
+      if (!parse_int(v, 1, &n)) {
+        *error = a + " expects a positive integer, got '" + v + "'";
+        return false;
+      }
+      o->num_proc = static_cast<int>(n);
+    } else if (a == "-H" || a == "--hosts") {
+      if (!value(a, &v) || !parse_host_list(v, &o->hosts, error)) return false;
+      if (hosts_given) {
+        *error = "give hosts once, with -H or --hostfile";
+        return false;
+      }
+      hosts_given = true;
+    } else if (a == "--hostfile" || a == "-hostfile") {
+      if (!value(a, &v)) return false;
+      if (hosts_given) {
+        *error = "give hosts once, with -H or --hostfile";
+        return false;
+      }
+      hosts_given = true;
+      std::ifstream f(v);
+      if (!f) {
+        *error = "cannot read hostfile '" + v + "'";
+        return false;
+      }
+      std::stringstream text;
+      text << f.rdbuf();
+      if (!parse_hostfile_text(text.str(), &o->hosts, error)) {
+        *error = "hostfile '" + v + "': " + *error;
+        return false;
+      }
+      o->hostfile = v;
+    } else if (a == "--verbose" || a == "-v") {
+      o->verbose = true;
+    } else if (a == "--dry-run") {
+      o->dry_run = true;
+    } else if (a == "--check-build" || a == "-cb") {
+      o->check_build = true;
+    } else if (a == "-h" || a == "--help") {
+      o->help = true;
+    } else if (a == "--timeline-filename") {
+      if (!value(a, &v)) return false;
+      o->settings.emplace_back("KOLO_TIMELINE", v);
+    } else if (a == "--fusion-threshold-mb") {
+      if (!number_setting(a, "KOLO_FUSION_THRESHOLD_BYTES", 1024.0 * 1024.0, true)) return false;
+    } else if (a == "--cycle-time-ms") {
+      if (!number_setting(a, "KOLO_CYCLE_TIME_MS", 1.0, false)) return false;
+    } else if (a == "--cache-capacity") {
+      if (!number_setting(a, "KOLO_CACHE_CAPACITY", 1.0, true)) return false;
+    } else if (a == "--stall-check-warning-time-seconds") {
+      if (!number_setting(a, "KOLO_STALL_CHECK_SECONDS", 1.0, false)) return false;
+    } else if (a == "--stall-check-shutdown-time-seconds") {
+      if (!number_setting(a, "KOLO_STALL_SHUTDOWN_SECONDS", 1.0, false)) return false;
+    } else if (a == "--no-stall-check") {
+      o->settings.emplace_back("KOLO_STALL_CHECK_SECONDS", "0");
+    } else if (a == "--hierarchical-allreduce") {
+      o->settings.emplace_back("KOLO_HIERARCHICAL_ALLREDUCE", "1");
+    } else if (a == "--hierarchical-allgather") {
+      o->settings.emplace_back("KOLO_HIERARCHICAL_ALLGATHER", "1");
+    } else if (a == "--log-level") {
+      if (!value(a, &v)) return false;
+      o->settings.emplace_back("KOLO_LOG_LEVEL", v);
+    } else if (a == "--network-interface") {
+      if (!value(a, &v)) return false;
+      o->network_interface = v;
+    } else if (a == "--start-timeout") {
+      if (!value(a, &v)) return false;
+      if (!parse_number(v, &o->start_timeout_seconds) || o->start_timeout_seconds <= 0) {
+        *error = a + " expects a positive number of seconds, got '" + v + "'";
+        return false;
+      }
+    } else if (a == "--rsh-agent") {
+      if (!value(a, &v)) return false;
+      o->rsh_agent = v;
+    } else if (a == "-x") {
+      if (!value(a, &v)) return false;
+      LaunchOptions::EnvVar e;
+      const size_t eq = v.find('=');
+      e.name = v.substr(0, eq);
+      if (eq != std::string::npos) {
+        e.value = v.substr(eq + 1);
+        e.has_value = true;
+      }
+      if (!valid_env_name(e.name)) {
+        *error = "-x expects VAR or VAR=VALUE, got '" + v + "'";
+        return false;
+      }
+      o->env.push_back(e);
+    } else if (a == "--mpi-args") {
+      std::vector<std::string> words;
+      if (!value(a, &v) || !split_shell_words(v, &words, error)) return false;
+      o->mpi_args.insert(o->mpi_args.end(), words.begin(), words.end());
+    } else if (a == "--") {
+      o->command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    } else if (!a.empty() && a[0] == '-') {
+      *error = "unknown option '" + a + "' (kolorun --help lists them; pass mpirun's own with --mpi-args)";
+      return false;
+    } else {
+      o->command.assign(args.begin() + static_cast<long>(i), args.end());
+      break;
+    }
+  }
+  if (o->help || o->check_build) return true;
+  if (o->num_proc == 0) {
+    *error = "-np N is required";
+    return false;
+  }
+  if (o->command.empty()) {
+    *error = "no command to run: kolorun -np N [options] command [args...]";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace launcher
+}  // namespace kolo

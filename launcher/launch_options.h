@@ -1,0 +1,52 @@
+// kolorun's command line, parsed: what the user asked for, before anything is checked against the
+// machine (launcher/launch_checks.h) or turned into an mpirun command (launcher/mpirun_command.h).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kolo {
+namespace launcher {
+
+struct Host {
+  std::string name;
+  int slots = 1;
+};
+
+struct LaunchOptions {
+  int num_proc = 0;                  // -np; 0 when not given
+  std::vector<Host> hosts;           // -H or --hostfile; empty: this host, with num_proc slots
+  std::string hostfile;              // as given, for messages
+  bool verbose = false;
+  bool dry_run = false;
+  bool check_build = false;
+  bool help = false;
+  double start_timeout_seconds = 30;
+  std::string network_interface;
+  std::string rsh_agent;             // reaches other hosts; empty: ssh
+  std::vector<std::string> mpi_args; // --mpi-args, split as a shell would
+  // KOLO_* settings from options, in the order given.
+  std::vector<std::pair<std::string, std::string>> settings;
+  // -x: variables to forward (value empty and has_value false) or set.
+  struct EnvVar {
+    std::string name, value;
+    bool has_value = false;
+  };
+  std::vector<EnvVar> env;
+  std::vector<std::string> command;  // the program and its arguments
+};
+
+// Parses argv[1..]. On error returns false with a message meant for the user in `error`.
+bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* out, std::string* error);
+// -H syntax: "a:2,b:2,c" (no slot count: 1).
+bool parse_host_list(const std::string& text, std::vector<Host>* hosts, std::string* error);
+// Lines "host slots=N", "host:N" or "host"; '#' starts a comment.
+bool parse_hostfile_text(const std::string& text, std::vector<Host>* hosts, std::string* error);
+// Splits like a POSIX shell: whitespace separates, quotes and backslashes group.
+bool split_shell_words(const std::string& text, std::vector<std::string>* words, std::string* error);
+
+const char* usage();
+
+}  // namespace launcher
+}  // namespace kolo

@@ -1,0 +1,110 @@
+#include "mpirun_command.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kolo {
+namespace launcher {
+namespace {
+
+bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+std::vector<Host> effective_hosts(const LaunchOptions& o) {
+  if (!o.hosts.empty()) return o.hosts;
+  return {Host{"localhost", o.num_proc}};
+}
+
+int total_slots(const std::vector<Host>& hosts) {
+  int n = 0;
+  for (const Host& h : hosts) n += h.slots;
+  return n;
+}
+
+bool is_local_host(const std::string& host, const std::string& hostname) {
+  if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
+  if (hostname.empty()) return false;
+  const std::string short_name = hostname.substr(0, hostname.find('.'));
+  return host == hostname || host == short_name;
+}
+
+std::string shell_join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::string("-_./:=,+@%").find(c) != std::string::npos;
+    });
+    if (plain) {
+      out += w;
+      continue;
+    }
+    out += '\'';
+    for (char c : w) {
+      if (c == '\'') out += "'\\''"; else out += c;
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
+  MpirunCommand cmd;
+  std::vector<std::string>& a = cmd.argv;
+  a.push_back(m.mpirun);
+  if (m.is_root) a.push_back("--allow-run-as-root");
+  a.insert(a.end(), {"-np", std::to_string(o.num_proc)});
+  std::string hosts;
+  for (const Host& h : effective_hosts(o)) hosts += (hosts.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
+  a.insert(a.end(), {"-H", hosts});
+  // One rank per slot, in host order; no core binding: a rank's threads (kolo's among them) and
+  // the framework's own thread pools need the whole machine.
+  a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});
+  if (!o.rsh_agent.empty()) a.insert(a.end(), {"--mca", "plm_rsh_agent", o.rsh_agent});
+  if (!o.network_interface.empty()) {
+    a.insert(a.end(), {"--mca", "btl_tcp_if_include", o.network_interface});
+    a.insert(a.end(), {"--mca", "oob_tcp_if_include", o.network_interface});
+  }
+
+  // Environment: options become KOLO_* variables (so they mean the same under plain mpirun), -x
+  // VAR=VALUE sets VAR, and every one of these is forwarded by name.
+  std::set<std::string> set_names;
+  auto set = [&](const std::string& name, const std::string& value) {
+    cmd.set_env.emplace_back(name, value);
+    set_names.insert(name);
+  };
+  for (const auto& s : o.settings) set(s.first, s.second);
+  const bool nccl_ifname_given =
+      std::find(m.env_names.begin(), m.env_names.end(), "NCCL_SOCKET_IFNAME") != m.env_names.end();
+  if (!o.network_interface.empty() && !nccl_ifname_given) set("NCCL_SOCKET_IFNAME", o.network_interface);
+  for (const auto& e : o.env) {
+    if (e.has_value) set(e.name, e.value);
+  }
+
+  std::vector<std::string> forward;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& name) {
+    if (seen.insert(name).second) forward.push_back(name);
+  };
+  std::vector<std::string> present = m.env_names;
+  present.insert(present.end(), set_names.begin(), set_names.end());
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}) {
+    if (std::find(present.begin(), present.end(), name) != present.end()) add(name);
+  }
+  std::vector<std::string> prefixed;
+  for (const std::string& n : present) {
+    if (has_prefix(n, "KOLO_") || has_prefix(n, "NCCL_")) prefixed.push_back(n);
+  }
+  std::sort(prefixed.begin(), prefixed.end());
+  for (const std::string& n : prefixed) add(n);
+  for (const auto& e : o.env) add(e.name);
+  for (const std::string& n : forward) a.insert(a.end(), {"-x", n});
+
+  a.insert(a.end(), o.mpi_args.begin(), o.mpi_args.end());
+  a.insert(a.end(), o.command.begin(), o.command.end());
+  return cmd;
+}
+
+}  // namespace launcher
+}  // namespace kolo

@@ -1,0 +1,39 @@
+// The Open MPI mpirun command a kolorun command line stands for. Pure: everything it needs about
+// the machine comes in `Machine`, so the translation is tested as a table of inputs and outputs.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch_options.h"
+
+namespace kolo {
+namespace launcher {
+
+struct Machine {
+  std::string mpirun = "mpirun";      // path of mpirun
+  bool is_root = false;
+  std::string hostname;               // this host's name, to tell local hosts from remote ones
+  std::vector<std::string> env_names; // names set in kolorun's environment
+};
+
+struct MpirunCommand {
+  std::vector<std::string> argv;  // mpirun, its options, then the user's command
+  // Set in mpirun's environment before it starts; ranks get them through -x NAME, so values
+  // (tokens, say) never appear on a command line that `ps` shows to other users.
+  std::vector<std::pair<std::string, std::string>> set_env;
+};
+
+MpirunCommand build_mpirun_command(const LaunchOptions& options, const Machine& machine);
+
+// The hosts to run on: those given, or this host with num_proc slots.
+std::vector<Host> effective_hosts(const LaunchOptions& options);
+int total_slots(const std::vector<Host>& hosts);
+bool is_local_host(const std::string& host, const std::string& hostname);
+
+// For printing: each word quoted when a shell would need it.
+std::string shell_join(const std::vector<std::string>& words);
+
+}  // namespace launcher
+}  // namespace kolo

@@ -1,0 +1,105 @@
+// Allgather in three steps, so that each host's rows cross between hosts once: gather inside the
+// host, exchange host blocks among each host's first rank, broadcast inside the host.
+#include <cstring>
+
+#include "common/clock.h"
+#include "comm/mpi/mpi_collectives.h"
+#include "comm/mpi/mpi_status.h"
+
+namespace kolo {
+namespace {
+
+class MpiHierarchicalAllgather : public Collective {
+ public:
+  explicit MpiHierarchicalAllgather(const MpiContext& mpi) : mpi_(mpi) {
+    // Ranks gathered host by host come out in world order when every host holds a contiguous range
+    // of ranks (mpirun's --map-by slot); otherwise the result is put in order afterwards.
+    int next = 0;
+    for (const auto& members : mpi.host_members()) {
+      for (int r : members) in_world_order_ = in_world_order_ && r == next++;
+    }
+  }
+  const char* name() const override { return "MPI_HIERARCHICAL_ALLGATHER"; }
+  bool accepts(const Response& r) const override {
+    return r.kind == OpKind::kAllgather && r.device == DeviceType::kCPU;
+  }
+
+  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
+    const Response& r = *tasks[0].response;
+    TensorEntry& e = *tasks[0].entry;
+    Status s = allocate_output(e, r.shape);
+    if (!s.ok() || r.size_bytes() == 0) return s;
+    const int64_t row_bytes = r.size_bytes() / r.shape[0];
+    const Topology& t = mpi_.topology();
+    const auto& hosts = mpi_.host_members();
+    const std::vector<int>& mine = hosts[static_cast<size_t>(t.cross_rank)];
+    const double t0 = steady_seconds();
+
+    // Rows in gathered order: host by host, each host's ranks in local-rank order.
+    std::vector<int64_t> local_rows, host_rows;
+    int64_t before_my_host = 0;
+    for (size_t h = 0; h < hosts.size(); ++h) {
+      int64_t n = 0;
+      for (int q : hosts[h]) n += r.first_dims[static_cast<size_t>(q)];
+      host_rows.push_back(n);
+      if (static_cast<int>(h) < t.cross_rank) before_my_host += n;
+    }
+    for (int q : mine) local_rows.push_back(r.first_dims[static_cast<size_t>(q)]);
+
+    char* gathered = static_cast<char*>(e.output.data);
+    if (!in_world_order_) {
+      scratch_.resize(static_cast<size_t>(r.size_bytes()));
+      gathered = scratch_.data();
+    }
+    VectorLayout local, cross;
+    s = make_vector_layout(local_rows, row_bytes, r.name, &local);
+    if (s.ok()) s = make_vector_layout(host_rows, row_bytes, r.name, &cross);
+    if (!s.ok()) return s;
+    char* my_host_block = gathered + before_my_host * row_bytes;
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(e.input.data, local.counts[t.local_rank], local.type, my_host_block,
+                                            local.counts.data(), local.displs.data(), local.type, mpi_.local()),
+                             "MPI_Allgatherv (inside the host)");
+    if (t.local_rank == 0 && t.cross_size > 1) {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gathered, cross.counts.data(),
+                                              cross.displs.data(), cross.type, mpi_.cross()),
+                               "MPI_Allgatherv (across hosts)");
+    }
+    if (t.cross_size > 1) {
+      // The whole result from the host's first rank, in pieces MPI's int counts can hold.
+      const int64_t total = r.size_bytes();
+      for (int64_t off = 0; off < total; off += INT32_MAX) {
+        const int n = static_cast<int>(std::min<int64_t>(INT32_MAX, total - off));
+        KOLO_MPI_RETURN_IF_ERROR(MPI_Bcast(gathered + off, n, MPI_BYTE, 0, mpi_.local()), "MPI_Bcast (inside the host)");
+      }
+    }
+    if (!in_world_order_) {
+      // Move each rank's rows to its place in world order.
+      std::vector<int64_t> world_offset(r.first_dims.size() + 1, 0);
+      for (size_t q = 0; q < r.first_dims.size(); ++q) world_offset[q + 1] = world_offset[q] + r.first_dims[q];
+      int64_t at = 0;
+      for (const auto& members : hosts) {
+        for (int q : members) {
+          const int64_t rows = r.first_dims[static_cast<size_t>(q)];
+          std::memcpy(static_cast<char*>(e.output.data) + world_offset[static_cast<size_t>(q)] * row_bytes,
+                      gathered + at * row_bytes, static_cast<size_t>(rows * row_bytes));
+          at += rows;
+        }
+      }
+    }
+    log.record(0, Phase::kCollective, t0, steady_seconds());
+    return Status::OK();
+  }
+
+ private:
+  const MpiContext& mpi_;
+  bool in_world_order_ = true;
+  std::vector<char> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_mpi_hierarchical_allgather(const MpiContext& mpi) {
+  return std::make_unique<MpiHierarchicalAllgather>(mpi);
+}
+
+}  // namespace kolo

@@ -1,0 +1,145 @@
+"""kolorun end to end: real jobs through Open MPI on this host.
+
+Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m pytest tests/launcher
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BUILD = Path(os.environ.get("KOLO_BUILD_DIR", "build")).resolve()
+KOLORUN = str(BUILD / "bin" / "kolorun")
+EXAMPLE = BUILD / "examples" / "cpp"
+
+
+def kolorun(*args, timeout=120, env=None, **kw):
+    return subprocess.run([KOLORUN, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env if env is not None else os.environ.copy(), **kw)
+
+
+def test_runs_the_cpp_example_on_two_ranks_and_matches_one_process():
+    single = subprocess.run([str(EXAMPLE / "logistic_regression")], capture_output=True, text=True, timeout=60)
+    job = kolorun("-np", "2", str(EXAMPLE / "logistic_regression_kolo"))
+    assert job.returncode == 0, job.stderr
+    assert job.stdout == single.stdout
+
+
+def test_each_rank_sees_kolo_settings_from_options():
+    job = kolorun("-np", "2", "--fusion-threshold-mb", "8", "--cycle-time-ms", "3", "-x", "EXTRA=yes",
+                  "sh", "-c", 'echo "$OMPI_COMM_WORLD_RANK $KOLO_FUSION_THRESHOLD_BYTES $KOLO_CYCLE_TIME_MS $EXTRA"')
+    assert job.returncode == 0, job.stderr
+    assert sorted(job.stdout.split("\n")[:2]) == ["0 8388608 3 yes", "1 8388608 3 yes"]
+
+
+def test_a_failing_rank_makes_kolorun_fail_with_its_status():
+    job = kolorun("-np", "2", "sh", "-c", "exit $((OMPI_COMM_WORLD_RANK * 3))")
+    assert job.returncode == 3
+
+
+def test_dry_run_prints_the_command_and_starts_nothing(tmp_path):
+    marker = tmp_path / "started"
+    job = kolorun("--dry-run", "-np", "2", "--cache-capacity", "0", "touch", str(marker))
+    assert job.returncode == 0, job.stderr
+    assert job.stdout.startswith("KOLO_CACHE_CAPACITY=0 ")
+    assert " -np 2 -H localhost:2 --bind-to none --map-by slot " in job.stdout
+    assert job.stdout.rstrip().endswith("touch " + str(marker))
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_mpirun_missing_is_a_clear_error():
+    env = dict(os.environ, PATH="/nonexistent")
+    job = kolorun("-np", "1", "true", env=env)
+    assert job.returncode == 2
+    assert job.stderr == ("kolorun: mpirun not found on PATH: install Open MPI (Debian: apt-get install openmpi-bin)\n")
+
+
+def test_too_many_ranks_for_the_slots():
+    job = kolorun("-np", "5", "-H", "localhost:2,127.0.0.1:2", "true")
+    assert job.returncode == 2
+    assert job.stderr == "kolorun: -np 5 is more than the 4 slots given (-H localhost:2,127.0.0.1:2)\n"
+
+
+def test_unknown_option_and_no_command():
+    job = kolorun("-np", "2", "--fusion", "1", "x")
+    assert job.returncode == 2
+    assert job.stderr.startswith("kolorun: unknown option '--fusion'")
+    job = kolorun("-np", "2")
+    assert job.returncode == 2
+    assert job.stderr.startswith("kolorun: no command to run")
+
+
+def agent(tmp_path, body):
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_host_that_refuses_is_named(tmp_path):
+    refuse = agent(tmp_path, 'echo "no route to $1" >&2; exit 255')
+    job = kolorun("-np", "2", "-H", "localhost:1,ghost:1", "--rsh-agent", refuse, "true")
+    assert job.returncode == 2
+    assert job.stderr == f"kolorun: host 'ghost' cannot be reached: '{refuse} ghost true' exited with status 255\n"
+
+
+def test_a_host_that_hangs_is_given_up_after_the_start_timeout(tmp_path):
+    hang = agent(tmp_path, "sleep 60")
+    start = time.monotonic()
+    job = kolorun("-np", "2", "-H", "localhost:1,slowhost:1", "--rsh-agent", hang, "--start-timeout", "1", "true")
+    assert time.monotonic() - start < 10
+    assert job.returncode == 2
+    assert job.stderr == (f"kolorun: host 'slowhost' did not answer within 1 s ({hang} slowhost true); "
+                          "raise --start-timeout, or check the host and its network\n")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_kolorun_stops_every_rank(tmp_path, sig):
+    script = 'echo $$ > "$0/rank.$OMPI_COMM_WORLD_RANK"; exec sleep 300'
+    job = subprocess.Popen([KOLORUN, "-np", "2", "sh", "-c", script, str(tmp_path)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(list(tmp_path.glob("rank.*"))) < 2:
+        time.sleep(0.05)
+    pids = [int(p.read_text()) for p in tmp_path.glob("rank.*") if p.read_text().strip()]
+    assert len(pids) == 2, "ranks did not start"
+    job.send_signal(sig)
+    try:
+        status = job.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        pytest.fail("kolorun did not end within 30 s of the signal")
+    assert status != 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(alive(p) for p in pids), "a rank outlived kolorun"
+
+
+def test_check_build_and_help():
+    job = kolorun("--check-build")
+    assert job.returncode == 0
+    assert job.stdout.splitlines()[1].startswith("  [X] MPI    Open MPI")
+    job = kolorun("--help")
+    assert job.returncode == 0 and job.stdout.startswith("usage: kolorun -np N")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
