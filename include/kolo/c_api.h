@@ -99,6 +99,8 @@ KOLO_EXPORT kolo_handle kolo_reducescatter_async(const char* name, const kolo_te
                                                  const kolo_tensor* output, int32_t op, double prescale_factor,
                                                  double postscale_factor, kolo_done_fn done, void* done_data);
 KOLO_EXPORT kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data);
+/* See kolo::join_async; the output's kolo_output_last_joined_rank tells the last rank to join. */
+KOLO_EXPORT kolo_handle kolo_join_async(kolo_done_fn done, void* done_data);
 KOLO_EXPORT int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size);
 
 /* 1: done, 0: in flight, negative: unknown handle. Does not release the handle. */
@@ -113,6 +115,7 @@ KOLO_EXPORT int32_t kolo_output_ndim(const kolo_output* output);
 KOLO_EXPORT const int64_t* kolo_output_shape(const kolo_output* output);
 KOLO_EXPORT int32_t kolo_output_num_received_splits(const kolo_output* output);
 KOLO_EXPORT const int64_t* kolo_output_received_splits(const kolo_output* output);
+KOLO_EXPORT int32_t kolo_output_last_joined_rank(const kolo_output* output);
 KOLO_EXPORT void kolo_output_free(kolo_output* output);
 
 /* "1.2.3" */

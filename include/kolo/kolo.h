@@ -103,6 +103,7 @@ struct Output {
   TensorView view;                        // the result (allgather, alltoall)
   std::shared_ptr<void> storage;          // owns `view`'s memory when kolo allocated it
   std::vector<int64_t> received_splits;   // alltoall: rows received from each rank
+  int last_joined_rank = -1;              // join: the last rank to join
 };
 
 // A call that is wrong in itself (bad dtype, null data, wrong output size, name already in flight,
@@ -129,7 +130,13 @@ KOLO_EXPORT Handle alltoall_async(const std::string& name, const TensorView& inp
 KOLO_EXPORT Handle reducescatter_async(const std::string& name, const TensorView& input,
                                        const TensorView& output,
                                        const ReducescatterOptions& options = {});
+// One barrier at a time per rank (they all share the name "barrier").
 KOLO_EXPORT Handle barrier_async(const DoneCallback& on_done = {});
+// "This rank has no more data": until every rank has joined, the others' allreduces, allgathers,
+// broadcasts and barriers go on with this rank taking part with the op's identity (zeros for a sum,
+// no rows for an allgather), and an Average divides by the ranks that contributed. This rank may
+// submit nothing else meanwhile. Output::last_joined_rank tells the last rank to join.
+KOLO_EXPORT Handle join_async(const DoneCallback& on_done = {});
 
 KOLO_EXPORT int64_t reducescatter_rows(int64_t total_rows, int rank, int size);
 
@@ -154,6 +161,8 @@ KOLO_EXPORT Status alltoall(const std::string& name, const TensorView& input,
 KOLO_EXPORT Status reducescatter(const std::string& name, const TensorView& input,
                                  const TensorView& output, const ReducescatterOptions& options = {});
 KOLO_EXPORT Status barrier();
+// Returns the last rank to join in *last_joined_rank (may be null).
+KOLO_EXPORT Status join(int* last_joined_rank = nullptr);
 
 // ---- Build --------------------------------------------------------------------------------------
 

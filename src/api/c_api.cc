@@ -138,6 +138,10 @@ kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data) {
   return kolo::barrier_async(to_callback(done, done_data)).id();
 }
 
+kolo_handle kolo_join_async(kolo_done_fn done, void* done_data) {
+  return kolo::join_async(to_callback(done, done_data)).id();
+}
+
 int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size) {
   return kolo::reducescatter_rows(total_rows, rank, size);
 }
@@ -158,7 +162,7 @@ int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** outp
                                              : kolo::wait_for(kolo::Handle(handle), timeout_seconds, &out);
   if (output != nullptr) {
     const bool produced = out.storage != nullptr || out.view.data != nullptr || !out.received_splits.empty() ||
-                          !out.view.shape.empty();
+                          !out.view.shape.empty() || out.last_joined_rank >= 0;
     *output = produced ? new kolo_output{std::move(out)} : nullptr;
   }
   return report(s);
@@ -173,6 +177,7 @@ int32_t kolo_output_num_received_splits(const kolo_output* o) {
 const int64_t* kolo_output_received_splits(const kolo_output* o) {
   return o ? o->output.received_splits.data() : nullptr;
 }
+int32_t kolo_output_last_joined_rank(const kolo_output* o) { return o ? o->output.last_joined_rank : -1; }
 void kolo_output_free(kolo_output* o) { delete o; }
 
 const char* kolo_version(void) {

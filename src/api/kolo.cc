@@ -168,7 +168,18 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
 
 Handle barrier_async(const DoneCallback& on_done) {
   Call call;
-  Status s = begin("", OpKind::kBarrier, &call);
+  // One name, not a per-process count: a rank in join() takes part in others' barriers without
+  // calling barrier(), and must not fall behind in numbering. So one barrier at a time per rank.
+  Status s = begin("barrier", OpKind::kBarrier, &call);
+  if (!s.ok()) return rejected(s);
+  TensorView none;
+  none.dtype = DataType::kUInt8;
+  return submit(call, make_entry(call, none, none), on_done);
+}
+
+Handle join_async(const DoneCallback& on_done) {
+  Call call;
+  Status s = begin("join", OpKind::kJoin, &call);
   if (!s.ok()) return rejected(s);
   TensorView none;
   none.dtype = DataType::kUInt8;
@@ -207,6 +218,13 @@ Status reducescatter(const std::string& name, const TensorView& input, const Ten
 }
 
 Status barrier() { return wait(barrier_async()); }
+
+Status join(int* last_joined_rank) {
+  Output out;
+  Status s = wait(join_async(), &out);
+  if (last_joined_rank != nullptr) *last_joined_rank = out.last_joined_rank;
+  return s;
+}
 
 BuildInfo build_info() {
   BuildInfo info;

@@ -1,4 +1,5 @@
-// A barrier needs no data: the negotiation that finds every rank has submitted it is the barrier.
+// Ops without data: a barrier (the negotiation that finds every rank has submitted it is the
+// barrier) and a join (complete once every rank has joined; it reports the last one).
 #pragma once
 
 #include <memory>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "common/half.h"
 
@@ -93,6 +94,44 @@ void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const
     case DataType::kInt64:
       divide(static_cast<const int64_t*>(src), static_cast<int64_t*>(dst), count, d);
       break;
+  }
+}
+
+namespace {
+
+template <typename T>
+void fill_typed(void* data, int64_t n, ReduceOp op) {
+  T v = T(0);
+  if (op == ReduceOp::kProduct) v = T(1);
+  if (op == ReduceOp::kMin) {
+    v = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  }
+  if (op == ReduceOp::kMax) {
+    v = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  }
+  std::fill(static_cast<T*>(data), static_cast<T*>(data) + n, v);
+}
+
+}  // namespace
+
+void fill_identity(DataType dtype, ReduceOp op, void* data, int64_t count) {
+  switch (dtype) {
+    case DataType::kUInt8: fill_typed<uint8_t>(data, count, op); break;
+    case DataType::kInt8: fill_typed<int8_t>(data, count, op); break;
+    case DataType::kInt32: fill_typed<int32_t>(data, count, op); break;
+    case DataType::kInt64: fill_typed<int64_t>(data, count, op); break;
+    case DataType::kFloat32: fill_typed<float>(data, count, op); break;
+    case DataType::kFloat64: fill_typed<double>(data, count, op); break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      float f = 0.0f;
+      if (op == ReduceOp::kProduct) f = 1.0f;
+      if (op == ReduceOp::kMin) f = std::numeric_limits<float>::infinity();
+      if (op == ReduceOp::kMax) f = -std::numeric_limits<float>::infinity();
+      const uint16_t h = dtype == DataType::kFloat16 ? float_to_fp16(f) : float_to_bf16(f);
+      std::fill(static_cast<uint16_t*>(data), static_cast<uint16_t*>(data) + count, h);
+      break;
+    }
   }
 }
 

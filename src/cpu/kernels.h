@@ -17,11 +17,15 @@ struct Scaling {
   bool identity() const { return factor == 1.0 && divisor == 1; }
 };
 
-// The scaling after a reduction of `op` across `size` ranks, with the caller's postscale.
+// The scaling after a reduction of `op` across `size` contributing ranks, with the caller's postscale.
 Scaling post_scaling(DataType dtype, ReduceOp op, double postscale, int size);
 
 // dst[i] = scaling(src[i]) for `count` elements; dst may equal src.
 void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const Scaling& scaling);
+
+// Fills `count` elements with the identity of `op` (0 for Sum and Average, the largest value for
+// Min, the smallest for Max, 1 for Product): what a joined rank contributes.
+void fill_identity(DataType dtype, ReduceOp op, void* data, int64_t count);
 
 // inout[i] = op(in[i], inout[i]) for float16 or bfloat16 elements, computed in float.
 void reduce_16bit(DataType dtype, ReduceOp op, const uint16_t* in, uint16_t* inout, int64_t count);

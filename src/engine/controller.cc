@@ -52,8 +52,11 @@ Controller::Controller(ControlChannel* channel, const Config& config, Clock cloc
 }
 
 void Controller::classify(Waiting w, std::vector<uint64_t>* invalid) {
+  if (w.request.kind == OpKind::kJoin) joined_here_ = true;
+  // While any rank has joined, everything goes through rank 0, which knows who has.
+  const bool use_cache = cache_.capacity() > 0 && !anyone_joined_;
   uint32_t pos = 0;
-  switch (cache_.capacity() == 0 ? ResponseCache::Lookup::kMiss : cache_.lookup(w.request, &pos)) {
+  switch (use_cache ? cache_.lookup(w.request, &pos) : ResponseCache::Lookup::kMiss) {
     case ResponseCache::Lookup::kHit:
       cached_waiting_.emplace(pos, std::move(w));
       return;
@@ -82,14 +85,16 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
   }
   if (rank_ == 0) maybe_check_stalls(now);
 
-  // Layout: [flags][shutdown: one bit per rank][invalid: one bit per cache position] are OR-ed
-  // (sent inverted), then [ready: one bit per cache position] is AND-ed.
+  // Layout: [flags][shutdown: a bit per rank][joined: a bit per rank][invalid: a bit per cache
+  // position] are OR-ed (sent inverted), then [ready: a bit per cache position] is AND-ed.
   const size_t rank_words = words_for(static_cast<size_t>(size_));
   const size_t cache_words = words_for(cache_.num_positions());
-  const size_t shutdown_at = 1, invalid_at = shutdown_at + rank_words, ready_at = invalid_at + cache_words;
+  const size_t shutdown_at = 1, joined_at = shutdown_at + rank_words, invalid_at = joined_at + rank_words,
+               ready_at = invalid_at + cache_words;
   std::vector<uint64_t> bits(ready_at + cache_words, 0);
   if (!uncached_.empty() || !stall_failures_.empty()) bits[0] |= kFlagUncached;
   if (want_shutdown) set_bit(bits, shutdown_at, static_cast<size_t>(rank_));
+  if (joined_here_) set_bit(bits, joined_at, static_cast<size_t>(rank_));
   for (uint32_t pos : invalid_positions) set_bit(bits, invalid_at, pos);
   for (const auto& kv : cached_waiting_) set_bit(bits, ready_at, kv.first);
   for (size_t i = 0; i < ready_at; ++i) bits[i] = ~bits[i];
@@ -102,6 +107,15 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
   if (!result->shutdown_ranks.empty()) {
     result->shutdown = true;
     return Status::OK();
+  }
+  for_each_bit(bits, joined_at, rank_words, [&](size_t r) { result->joined_ranks.push_back(static_cast<int>(r)); });
+  anyone_joined_ = !result->joined_ranks.empty();
+  if (anyone_joined_) {
+    // Cached readiness means nothing while ranks are joined: every rank drops it alike and sends
+    // what waited on the cache to rank 0.
+    for (auto& kv : cached_waiting_) uncached_.push_back(std::move(kv.second));
+    cached_waiting_.clear();
+    std::fill(bits.begin() + static_cast<long>(ready_at), bits.end(), 0);
   }
 
   // Stale entries leave every cache at once; whatever waited on them here is renegotiated, in this
@@ -125,13 +139,16 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
     cached_waiting_.erase(p);
   });
 
-  if ((bits[0] & kFlagUncached) || any_invalid) {
+  if ((bits[0] & kFlagUncached) || any_invalid || anyone_joined_) {
     std::vector<Response> negotiated;
     s = negotiate(now, &negotiated);
     if (!s.ok()) return s;
     remember(negotiated);
     result->negotiated = true;
-    for (Response& r : negotiated) result->responses.push_back(std::move(r));
+    for (Response& r : negotiated) {
+      if (r.kind == OpKind::kJoin) joined_here_ = false;  // every rank has joined: take part again
+      result->responses.push_back(std::move(r));
+    }
   }
   return Status::OK();
 }
@@ -170,7 +187,8 @@ Status Controller::negotiate(double now, std::vector<Response>* responses) {
 void Controller::remember(const std::vector<Response>& responses) {
   if (cache_.capacity() == 0) return;
   for (const Response& r : responses) {
-    if (!r.ok()) continue;
+    // Responses shaped by joined ranks (and joins themselves) are one-offs.
+    if (!r.ok() || r.kind == OpKind::kJoin || r.contributors != 0) continue;
     std::string evicted;
     const uint32_t pos = cache_.put(r, &evicted);
     // The evicted name's position now means another op: a request of ours waiting on it goes

@@ -25,6 +25,7 @@ struct CycleResult {
   std::vector<Response> responses;  // to run, in this order, on every rank
   bool shutdown = false;            // some rank asked to stop: run nothing more
   std::vector<int> shutdown_ranks;
+  std::vector<int> joined_ranks;    // ranks in join() this cycle; they take part in ops they lack
   bool negotiated = false;          // this cycle went through rank 0 (not only the cache)
 };
 
@@ -61,6 +62,8 @@ class Controller {
   std::unique_ptr<Coordinator> coordinator_;    // rank 0 only
   std::vector<Response> stall_failures_;        // rank 0: to announce at the next negotiation
   double last_stall_check_ = 0.0;
+  bool joined_here_ = false;    // this rank has submitted a join that has not completed
+  bool anyone_joined_ = false;  // as of the last cycle
 };
 
 }  // namespace kolo

@@ -22,6 +22,10 @@ std::string name_list(const std::vector<std::string>& names) {
 }  // namespace
 
 void Coordinator::add(const Request& request, double now) {
+  if (request.kind == OpKind::kJoin) {
+    add_join(request);
+    return;
+  }
   auto it = table_.find(request.name);
   if (it == table_.end()) {
     Pending p;
@@ -36,9 +40,45 @@ void Coordinator::add(const Request& request, double now) {
   p.first_seen = std::min(p.first_seen, now - request.waited_seconds);
   p.by_rank[request.rank] = request;
   p.submitted[request.rank] = true;
-  if (++p.count == size_) {
-    ready_.push_back(build_response(p.by_rank));
-    table_.erase(it);
+  ++p.count;
+  complete_if_ready(request.name);
+}
+
+bool Coordinator::complete_if_ready(const std::string& name) {
+  auto it = table_.find(name);
+  if (it == table_.end()) return false;
+  Pending& p = it->second;
+  std::vector<int> joined;
+  for (int r = 0; r < size_ && joined_count_ > 0; ++r) {
+    if (joined_[r] && !p.submitted[r]) joined.push_back(r);
+  }
+  if (p.count + static_cast<int>(joined.size()) < size_) return false;
+  std::vector<Request> submitted;
+  submitted.reserve(static_cast<size_t>(p.count));
+  for (int r = 0; r < size_; ++r) {
+    if (p.submitted[r]) submitted.push_back(std::move(p.by_rank[r]));
+  }
+  ready_.push_back(build_response(submitted, joined));
+  table_.erase(it);
+  return true;
+}
+
+void Coordinator::add_join(const Request& request) {
+  if (request.rank < 0 || request.rank >= size_ || joined_[request.rank]) return;
+  joined_[request.rank] = true;
+  ++joined_count_;
+  last_joined_ = request.rank;
+  // Ops that waited only on this rank can run now, in the order they first arrived.
+  for (const std::string& name : arrival_order_) complete_if_ready(name);
+  if (joined_count_ == size_) {
+    Response done;
+    done.name = request.name;
+    done.kind = OpKind::kJoin;
+    done.root = last_joined_;
+    ready_.push_back(done);
+    joined_.assign(static_cast<size_t>(size_), false);
+    joined_count_ = 0;
+    last_joined_ = -1;
   }
 }
 
@@ -102,7 +142,13 @@ StallCheck Coordinator::check_stalls(double now) {
     const bool due = check && !p.reported && waited >= policy_.check_seconds;
     if (!expires && !due) continue;
     std::vector<int> missing, submitted;
-    for (int r = 0; r < size_; ++r) (p.submitted[r] ? submitted : missing).push_back(r);
+    for (int r = 0; r < size_; ++r) {
+      if (p.submitted[r]) {
+        submitted.push_back(r);
+      } else if (!joined_[r]) {
+        missing.push_back(r);
+      }
+    }
     if (expires) {
       expired.push_back(name);
       std::ostringstream m;

@@ -1,5 +1,7 @@
 // Rank 0's bookkeeping for negotiation: which ranks have submitted which names. A name becomes a
-// response once every rank has submitted it. Rank 0 only agrees; no tensor data passes through it.
+// response once every rank has submitted it, or has joined (join(): "I have no more data"; such a
+// rank takes part with the op's identity). When every rank has joined, the join itself completes,
+// reporting the last rank to join. Rank 0 only agrees; no tensor data passes through it.
 #pragma once
 
 #include <string>
@@ -22,7 +24,7 @@ struct StallCheck {
 
 class Coordinator {
  public:
-  Coordinator(int size, StallPolicy policy) : size_(size), policy_(policy) {}
+  Coordinator(int size, StallPolicy policy) : size_(size), policy_(policy), joined_(static_cast<size_t>(size), false) {}
 
   // A request from its rank, received at `now` (seconds on rank 0's steady clock).
   void add(const Request& request, double now);
@@ -42,6 +44,9 @@ class Coordinator {
     bool reported = false;
   };
 
+  void add_join(const Request& request);
+  // Emits the response for `name` if every rank has submitted it or joined.
+  bool complete_if_ready(const std::string& name);
   // What `rank` is waiting on instead: the names it submitted that are still pending.
   std::vector<std::string> submitted_by(int rank) const;
   std::string describe_missing(const std::vector<int>& missing) const;
@@ -51,6 +56,9 @@ class Coordinator {
   std::unordered_map<std::string, Pending> table_;
   std::vector<std::string> arrival_order_;  // names in order of first arrival, for stable reports
   std::vector<Response> ready_;
+  std::vector<bool> joined_;
+  int joined_count_ = 0;
+  int last_joined_ = -1;
 };
 
 }  // namespace kolo

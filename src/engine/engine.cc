@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <algorithm>
+
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/ranks.h"
@@ -16,7 +18,7 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       timeline_(std::move(timeline)),
       handles_(handles),
       controller_(channel_.get(), config_),
-      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes) {}
+      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank) {}
 
 Engine::~Engine() { stop(); }
 
@@ -61,7 +63,11 @@ void Engine::loop() {
                StatusCode::kAborted);
       break;
     }
-    if (!result.responses.empty()) executor_.run(result.responses, steady_seconds());
+    if (!result.responses.empty()) {
+      const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
+                          result.joined_ranks.end();
+      executor_.run(result.responses, steady_seconds(), joined);
+    }
     if (timeline_) timeline_->flush_if_due(steady_seconds());
   }
   if (timeline_) timeline_->close();

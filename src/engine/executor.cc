@@ -7,8 +7,9 @@
 namespace kolo {
 
 Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles,
-                   Timeline* timeline, int64_t fusion_threshold_bytes)
-    : registry_(registry),
+                   Timeline* timeline, int64_t fusion_threshold_bytes, int rank)
+    : rank_(rank),
+      registry_(registry),
       queue_(queue),
       handles_(handles),
       timeline_(timeline),
@@ -19,13 +20,25 @@ void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, 
   handles->complete(entry->handle, status, std::move(entry->result));
 }
 
-void Executor::run(const std::vector<Response>& responses, double agreed_at) {
+void Executor::run(const std::vector<Response>& responses, double agreed_at, bool joined) {
   for (const FusionGroup& group : plan_fusion(responses, fusion_threshold_bytes_)) {
     std::vector<Task> tasks;
     tasks.reserve(group.members.size());
+    stand_ins_.clear();
     for (size_t i : group.members) {
       const Response& r = responses[i];
       TensorEntry* e = queue_->find(r.name);
+      if (e == nullptr && r.ok() && joined) {
+        std::unique_ptr<TensorEntry> stand_in;
+        Status s = make_stand_in(r, rank_, &stand_in);
+        if (!s.ok()) {
+          KOLO_LOG(kError, s.message());
+          continue;
+        }
+        stand_ins_.push_back(std::move(stand_in));
+        tasks.push_back(Task{&r, stand_ins_.back().get()});
+        continue;
+      }
       if (e == nullptr) {
         // Only an error can name an op this rank never submitted (it failed on the ranks that did).
         if (r.ok()) KOLO_LOG(kError, "internal: response for '" << r.name << "', which this rank never submitted");
@@ -71,7 +84,12 @@ void Executor::run_group(const std::vector<Task>& tasks, double agreed_at) {
       }
     }
   }
-  for (const Task& t : tasks) finish(queue_->remove(t.response->name), status, handles_);
+  for (const Task& t : tasks) finish_task(t, status);
+}
+
+void Executor::finish_task(const Task& t, const Status& status) {
+  if (t.entry->handle == 0) return;  // a stand-in: nobody waits on it
+  finish(queue_->remove(t.response->name), status, handles_);
 }
 
 }  // namespace kolo

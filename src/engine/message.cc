@@ -10,6 +10,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kAlltoall: return "alltoall";
     case OpKind::kReducescatter: return "reducescatter";
     case OpKind::kBarrier: return "barrier";
+    case OpKind::kJoin: return "join";
   }
   return "invalid op";
 }
@@ -50,6 +51,8 @@ bool request_matches_response(const Request& q, const Response& r) {
       return same_trailing_dims(q.shape, r.shape);
     case OpKind::kBarrier:
       return true;
+    case OpKind::kJoin:
+      return false;  // a join is never cached: it changes who takes part
   }
   return false;
 }

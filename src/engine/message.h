@@ -18,8 +18,9 @@ enum class OpKind : uint8_t {
   kAlltoall = 3,
   kReducescatter = 4,
   kBarrier = 5,
+  kJoin = 6,  // "this rank has no more data": see Coordinator
 };
-constexpr int kNumOpKinds = 6;
+constexpr int kNumOpKinds = 7;
 const char* op_kind_name(OpKind kind);
 
 struct Request {
@@ -53,6 +54,9 @@ struct Response {
   // Alltoall: the trailing dimensions with the first set to 0 (rows are exchanged at run time).
   std::vector<int64_t> shape;
   std::vector<int64_t> first_dims;  // allgather: rows contributed by each rank
+  // Ranks that submitted the op when others had joined (those contribute the op's identity, and an
+  // Average divides by this); 0: every rank. Join: root holds the last rank to join.
+  int32_t contributors = 0;
   std::string error;                // kError: why, naming the tensor and the ranks
   StatusCode error_code = StatusCode::kMismatch;  // kError: what the failed op's handle reports
 

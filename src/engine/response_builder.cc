@@ -1,5 +1,6 @@
 #include "engine/response_builder.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -67,7 +68,7 @@ Response error_response(const std::string& name, OpKind kind, StatusCode code, s
   return r;
 }
 
-Response build_response(const std::vector<Request>& by_rank) {
+Response build_response(const std::vector<Request>& by_rank, const std::vector<int>& joined) {
   const Request& first = by_rank.front();
   std::string error;
   auto mismatch = [&](const char* field, const std::function<std::string(const Request&)>& text) {
@@ -103,6 +104,18 @@ Response build_response(const std::vector<Request>& by_rank) {
             "' needs at least one dimension.";
   }
   if (!error.empty()) return error_response(first.name, first.kind, StatusCode::kMismatch, error);
+  if (!joined.empty()) {
+    const bool root_joined = kind == OpKind::kBroadcast &&
+                             std::find(joined.begin(), joined.end(), first.root) != joined.end();
+    if (root_joined || kind == OpKind::kAlltoall || kind == OpKind::kReducescatter) {
+      const std::string why = root_joined ? "its root rank " + std::to_string(first.root) + " has joined"
+                                          : std::string("it cannot run while ") + ranks_phrase(joined) +
+                                                (joined.size() == 1 ? " has" : " have") + " joined";
+      return error_response(first.name, kind, StatusCode::kInvalidArgument,
+                            std::string(op_kind_name(kind)) + " of tensor '" + first.name + "' failed: " + why +
+                                " (join() was called; every rank must join before such ops run again).");
+    }
+  }
 
   Response r;
   r.name = first.name;
@@ -117,14 +130,17 @@ Response build_response(const std::vector<Request>& by_rank) {
   if (kind == OpKind::kBroadcast) r.root = first.root;
   r.shape = first.shape;
   if (kind == OpKind::kAllgather) {
+    // Joined ranks contribute no rows.
+    const size_t size = by_rank.size() + joined.size();
     int64_t rows = 0;
-    r.first_dims.reserve(by_rank.size());
+    r.first_dims.assign(size, 0);
     for (const Request& q : by_rank) {
-      r.first_dims.push_back(q.shape[0]);
+      r.first_dims[static_cast<size_t>(q.rank)] = q.shape[0];
       rows += q.shape[0];
     }
     r.shape[0] = rows;
   }
+  if (!joined.empty()) r.contributors = static_cast<int32_t>(by_rank.size());
   if (kind == OpKind::kAlltoall) r.shape[0] = 0;
   return r;
 }

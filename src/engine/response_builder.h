@@ -8,8 +8,9 @@
 
 namespace kolo {
 
-// `by_rank[r]` is rank r's request; all have the same name.
-Response build_response(const std::vector<Request>& by_rank);
+// `submitted`: the requests for one name, in rank order, from every rank that has not joined;
+// `joined`: the ranks that have (they take part with the op's identity, or no rows).
+Response build_response(const std::vector<Request>& submitted, const std::vector<int>& joined = {});
 
 // An error response: every rank that submitted `name` fails it with `message`.
 Response error_response(const std::string& name, OpKind kind, StatusCode code, std::string message);

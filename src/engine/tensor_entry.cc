@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "cpu/kernels.h"
+
 namespace kolo {
 
 Status allocate_output(TensorEntry& e, const std::vector<int64_t>& shape) {
@@ -40,6 +42,41 @@ Status allocate_output(TensorEntry& e, const std::vector<int64_t>& shape) {
   }
   e.output = out;
   e.result.view = out;
+  return Status::OK();
+}
+
+Status make_stand_in(const Response& r, int rank, std::unique_ptr<TensorEntry>* out) {
+  auto e = std::make_unique<TensorEntry>();
+  e->request.name = r.name;
+  e->request.rank = rank;
+  e->request.kind = r.kind;
+  e->request.dtype = r.dtype;
+  e->request.device = r.device;
+  e->input.dtype = r.dtype;
+  e->input.device.type = r.device;
+  if (r.device != DeviceType::kCPU) {
+    return Status::Unsupported("a joined rank cannot take part in GPU op '" + r.name + "' yet");
+  }
+  switch (r.kind) {
+    case OpKind::kAllreduce:
+    case OpKind::kBroadcast: {
+      e->input.shape = r.shape;
+      Status s = allocate_output(*e, r.shape);
+      if (!s.ok()) return s;
+      e->input.data = e->output.data;
+      if (r.kind == OpKind::kAllreduce) fill_identity(r.dtype, r.reduce_op, e->input.data, r.num_elements());
+      break;
+    }
+    case OpKind::kAllgather:
+      e->input.shape = r.shape;
+      e->input.shape[0] = 0;
+      break;
+    case OpKind::kBarrier:
+      break;
+    default:
+      return Status::Internal(std::string("a joined rank cannot take part in ") + op_kind_name(r.kind));
+  }
+  *out = std::move(e);
   return Status::OK();
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/message.h"
@@ -25,5 +26,9 @@ struct TensorEntry {
 // Gives the entry an output of `shape` (its dtype and device): the caller's allocator if it gave
 // one, checked, else memory kolo owns and hands over through Output::storage.
 Status allocate_output(TensorEntry& entry, const std::vector<int64_t>& shape);
+
+// What a joined rank takes part in an op with, in place of an entry of its own: the op's identity
+// for a reduction, no rows for an allgather, a scratch buffer to receive a broadcast. handle 0.
+Status make_stand_in(const Response& response, int rank, std::unique_ptr<TensorEntry>* out);
 
 }  // namespace kolo

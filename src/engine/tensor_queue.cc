@@ -9,12 +9,18 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return Status::NotInitialized(closed_reason_);
     const std::string& name = entry->request.name;
+    if (joining_) {
+      return Status::InvalidArgument(std::string(op_kind_name(entry->request.kind)) + " of tensor '" + name +
+                                     "' on rank " + std::to_string(entry->request.rank) +
+                                     ": this rank is in join(); submit ops again once every rank has joined");
+    }
     if (entries_.count(name)) {
       return Status::InvalidArgument("tensor '" + name + "' is already in flight on rank " +
                                      std::to_string(entry->request.rank) +
                                      ": wait for it before submitting the name again");
     }
     fresh_.push_back(entry->request);
+    joining_ = entry->request.kind == OpKind::kJoin;
     entries_.emplace(name, std::move(entry));
   }
   cv_.notify_one();
@@ -54,6 +60,7 @@ std::unique_ptr<TensorEntry> TensorQueue::remove(const std::string& name) {
   if (it == entries_.end()) return nullptr;
   std::unique_ptr<TensorEntry> e = std::move(it->second);
   entries_.erase(it);
+  if (e->request.kind == OpKind::kJoin) joining_ = false;
   return e;
 }
 

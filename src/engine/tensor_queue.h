@@ -36,6 +36,7 @@ class TensorQueue {
   std::unordered_map<std::string, std::unique_ptr<TensorEntry>> entries_;
   std::vector<Request> fresh_;
   bool woken_ = false;
+  bool joining_ = false;  // a join is in flight: nothing more until it completes
   bool closed_ = false;
   std::string closed_reason_;
 };

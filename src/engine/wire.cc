@@ -125,7 +125,7 @@ constexpr int kNumDeviceTypes = 2;
 constexpr int kNumReduceOps = 5;
 constexpr int kNumStatusCodes = 8;
 constexpr size_t kMinRequestBytes = 4 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 8;
-constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 4 + 4 + 1;
+constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 4 + 4 + 4 + 1;
 
 }  // namespace
 
@@ -186,6 +186,7 @@ std::string encode_responses(const std::vector<Response>& responses) {
     w.f64(p.postscale);
     w.dims(p.shape);
     w.dims(p.first_dims);
+    w.i32(p.contributors);
     w.str(p.error);
     w.u8(static_cast<uint8_t>(p.error_code));
   }
@@ -207,7 +208,8 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
                     r.enumeration(&p.device, kNumDeviceTypes) &&
                     r.enumeration(&p.reduce_op, kNumReduceOps) && r.i32(&p.root) &&
                     r.f64(&p.prescale) && r.f64(&p.postscale) && r.shape(&p.shape) &&
-                    r.dims(&p.first_dims, UINT32_MAX) && r.str(&p.error) &&
+                    r.dims(&p.first_dims, UINT32_MAX) && r.i32(&p.contributors) && p.contributors >= 0 &&
+                    r.str(&p.error) &&
                     r.enumeration(&p.error_code, kNumStatusCodes);
     if (!ok) {
       return Status::Internal("malformed response #" + std::to_string(i) + " in negotiation message");

@@ -189,3 +189,46 @@ TEST(Controller, StalledCachedOpFailsOnEveryRankWithStallShutdown) {
 
 }  // namespace
 }  // namespace kolo
+
+namespace kolo {
+namespace {
+
+TEST(ControllerJoin, CachedOpsGoOnWhileARankHasJoined) {
+  // "a" is cached after cycle 0. In cycle 1 rank 2 joins while ranks 0 and 1 submit "a" again:
+  // it must run on every rank (rank 2 with a stand-in), then the join completes when all joined.
+  auto results = run_cycles(3, 4, Config(), [](int rank, int cycle) {
+    std::vector<Request> q;
+    if (cycle == 0) q.push_back(req(rank, "a"));
+    if (cycle == 1) {
+      if (rank == 2) {
+        Request j;
+        j.name = "join";
+        j.rank = rank;
+        j.kind = OpKind::kJoin;
+        q.push_back(j);
+      } else {
+        q.push_back(req(rank, "a"));
+      }
+    }
+    if (cycle == 2 && rank != 2) {
+      Request j;
+      j.name = "join";
+      j.rank = rank;
+      j.kind = OpKind::kJoin;
+      q.push_back(j);
+    }
+    return q;
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(names(results[r][0]), Names{"a"});
+    ASSERT_EQ(names(results[r][1]), Names{"a"});
+    EXPECT_EQ(results[r][1].responses[0].contributors, 2);
+    EXPECT_EQ(results[r][1].joined_ranks, std::vector<int>{2});
+    ASSERT_EQ(names(results[r][2]), Names{"join"});
+    EXPECT_EQ(results[r][2].joined_ranks, (std::vector<int>{0, 1, 2}));
+    EXPECT_TRUE(results[r][3].joined_ranks.empty());
+  }
+}
+
+}  // namespace
+}  // namespace kolo

@@ -146,3 +146,79 @@ TEST(Coordinator, StallShutdownFailsTheOpOnEveryRank) {
 
 }  // namespace
 }  // namespace kolo
+
+namespace kolo {
+namespace {
+
+Request join_req(int rank) {
+  Request q;
+  q.name = "join";
+  q.rank = rank;
+  q.kind = OpKind::kJoin;
+  return q;
+}
+
+TEST(CoordinatorJoin, JoinedRanksCountAsSubmittedAndTheLastJoinCompletes) {
+  Coordinator c(3, StallPolicy{});
+  c.add(req(0, "a"), 0);
+  c.add(join_req(2), 0);
+  EXPECT_TRUE(c.take_ready().empty());
+  c.add(req(1, "a"), 0);
+  std::vector<Response> ready = c.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].name, "a");
+  EXPECT_TRUE(ready[0].ok());
+  EXPECT_EQ(ready[0].contributors, 2);
+  // An op submitted before its rank joined runs once the others join too.
+  c.add(req(0, "b"), 0);
+  c.add(join_req(0), 0);
+  c.add(join_req(1), 0);
+  ready = c.take_ready();
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0].name, "b");
+  EXPECT_EQ(ready[0].contributors, 1);
+  EXPECT_EQ(ready[1].kind, OpKind::kJoin);
+  EXPECT_EQ(ready[1].root, 1);  // the last rank to join
+  // The next op needs every rank again.
+  c.add(req(0, "c"), 0);
+  c.add(req(1, "c"), 0);
+  EXPECT_TRUE(c.take_ready().empty());
+  c.add(req(2, "c"), 0);
+  ready = c.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].contributors, 0);
+}
+
+TEST(CoordinatorJoin, AllgatherGivesJoinedRanksNoRowsAndSomeOpsCannotRun) {
+  Coordinator c(3, StallPolicy{});
+  c.add(join_req(1), 0);
+  c.add(req(0, "g", OpKind::kAllgather, {2, 4}), 0);
+  c.add(req(2, "g", OpKind::kAllgather, {3, 4}), 0);
+  Request b0 = req(0, "b", OpKind::kBroadcast), b2 = req(2, "b", OpKind::kBroadcast);
+  b0.root = b2.root = 1;
+  c.add(b0, 0);
+  c.add(b2, 0);
+  c.add(req(0, "x", OpKind::kAlltoall, {3}), 0);
+  c.add(req(2, "x", OpKind::kAlltoall, {3}), 0);
+  std::vector<Response> ready = c.take_ready();
+  ASSERT_EQ(ready.size(), 3u);
+  EXPECT_EQ(ready[0].first_dims, (std::vector<int64_t>{2, 0, 3}));
+  EXPECT_EQ(ready[0].shape, (std::vector<int64_t>{5, 4}));
+  EXPECT_EQ(ready[1].error,
+            "broadcast of tensor 'b' failed: its root rank 1 has joined (join() was called; every rank must join "
+            "before such ops run again).");
+  EXPECT_EQ(ready[2].error,
+            "alltoall of tensor 'x' failed: it cannot run while rank 1 has joined (join() was called; every rank "
+            "must join before such ops run again).");
+}
+
+TEST(CoordinatorJoin, JoinedRanksAreNotReportedMissing) {
+  Coordinator c(3, StallPolicy{10, 0});
+  c.add(join_req(2), 0);
+  c.add(req(0, "w"), 0);
+  StallCheck check = c.check_stalls(11);
+  EXPECT_NE(check.report.find("submitted by rank 0, missing on rank 1: 'w'"), std::string::npos) << check.report;
+}
+
+}  // namespace
+}  // namespace kolo

@@ -102,7 +102,9 @@ class MpiAllreduce : public Collective {
     const MPI_Datatype type = mpi_.datatype(dtype);
     const MPI_Op op = mpi_.op(dtype, first.reduce_op);
     const Scaling pre{dtype_is_floating(dtype) ? first.prescale : 1.0, 1};
-    const Scaling post = post_scaling(dtype, first.reduce_op, first.postscale, mpi_.topology().size);
+    // Joined ranks contributed the identity; an average is over the ranks that contributed.
+    const int contributors = first.contributors > 0 ? first.contributors : mpi_.topology().size;
+    const Scaling post = post_scaling(dtype, first.reduce_op, first.postscale, contributors);
     const bool timed = log.enabled();
 
     for (const Segment& seg : plan.segments) {
