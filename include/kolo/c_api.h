@@ -112,6 +112,7 @@ KOLO_EXPORT int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_o
 
 KOLO_EXPORT void* kolo_output_data(const kolo_output* output);
 KOLO_EXPORT int32_t kolo_output_ndim(const kolo_output* output);
+KOLO_EXPORT int64_t kolo_output_size_bytes(const kolo_output* output);
 KOLO_EXPORT const int64_t* kolo_output_shape(const kolo_output* output);
 KOLO_EXPORT int32_t kolo_output_num_received_splits(const kolo_output* output);
 KOLO_EXPORT const int64_t* kolo_output_received_splits(const kolo_output* output);

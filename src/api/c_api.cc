@@ -170,6 +170,7 @@ int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** outp
 
 void* kolo_output_data(const kolo_output* o) { return o ? o->output.view.data : nullptr; }
 int32_t kolo_output_ndim(const kolo_output* o) { return o ? static_cast<int32_t>(o->output.view.shape.size()) : 0; }
+int64_t kolo_output_size_bytes(const kolo_output* o) { return o ? o->output.view.size_bytes() : 0; }
 const int64_t* kolo_output_shape(const kolo_output* o) { return o ? o->output.view.shape.data() : nullptr; }
 int32_t kolo_output_num_received_splits(const kolo_output* o) {
   return o ? static_cast<int32_t>(o->output.received_splits.size()) : 0;

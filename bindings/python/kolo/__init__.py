@@ -1,0 +1,9 @@
+"""kolo: data-parallel training across processes, GPUs and hosts.
+
+Framework bindings live in subpackages: ``import kolo.torch as kolo`` (Horovod's names, so
+``import horovod.torch as hvd`` ports by changing the import).
+"""
+from kolo._core import KoloError, KoloValueError, build_summary, version
+
+__version__ = version()
+__all__ = ["KoloError", "KoloValueError", "build_summary", "version", "__version__"]

@@ -1,0 +1,165 @@
+"""What every framework binding shares: the extension module, errors, lifecycle, and handles.
+
+Frameworks describe their tensors as plain tuples (pointer, dtype code, shape, strides, device type,
+device index, stream) and get results back as byte buffers they wrap without copying.
+"""
+import atexit
+import threading
+
+try:
+    from kolo import _C
+except ImportError as e:  # pragma: no cover - a broken install, reported clearly
+    raise ImportError(
+        "kolo's extension module kolo._C could not be loaded (%s). Build kolo (.ci/setup) and put "
+        "build/python on PYTHONPATH, or pip install ./bindings/python." % e) from e
+
+# Status codes, as in include/kolo/c_api.h.
+OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT = range(8)
+
+# Reduce ops, as in include/kolo/c_api.h.
+SUM, AVERAGE, MIN, MAX, PRODUCT = range(5)
+
+# Dtype codes, as in include/kolo/c_api.h.
+UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(8)
+CPU, CUDA = 0, 1
+
+
+class KoloError(RuntimeError):
+    """An operation failed: ranks disagreed about it, the job was shut down, MPI failed, ...
+
+    The message names the tensor and the ranks involved; ``code`` is kolo's status code.
+    """
+
+    def __init__(self, message, code=INTERNAL):
+        super().__init__(message)
+        self.code = code
+
+
+class KoloValueError(KoloError, ValueError):
+    """A call that is wrong in itself (bad dtype, wrong shape, ...): nothing was enqueued."""
+
+
+def error_for(code, message):
+    cls = KoloValueError if code == INVALID_ARGUMENT else KoloError
+    return cls(message, code)
+
+
+def version():
+    return _C.version()
+
+
+def build_summary():
+    """Which of MPI, CUDA and NCCL this kolo was built with."""
+    return _C.build_summary()
+
+
+_lock = threading.Lock()
+_exit_hook = False
+
+
+def init(**settings):
+    """Starts kolo. Keyword arguments are KOLO_* settings, e.g. init(KOLO_CYCLE_TIME_MS="2")."""
+    global _exit_hook
+    code, message = _C.init({str(k): str(v) for k, v in settings.items()})
+    if code != OK:
+        raise error_for(code, message)
+    with _lock:
+        if not _exit_hook:
+            # Stop kolo's thread before the interpreter (and libraries such as mpi4py) wind down.
+            atexit.register(_C.shutdown)
+            _exit_hook = True
+
+
+def shutdown():
+    _C.shutdown()
+
+
+def is_initialized():
+    return _C.is_initialized()
+
+
+def _checked(value, what):
+    if value < 0:
+        raise ValueError("kolo is not initialized: call init() before %s()" % what)
+    return value
+
+
+def rank():
+    return _checked(_C.rank(), "rank")
+
+
+def size():
+    return _checked(_C.size(), "size")
+
+
+def local_rank():
+    return _checked(_C.local_rank(), "local_rank")
+
+
+def local_size():
+    return _checked(_C.local_size(), "local_size")
+
+
+def cross_rank():
+    return _checked(_C.cross_rank(), "cross_rank")
+
+
+def cross_size():
+    return _checked(_C.cross_size(), "cross_size")
+
+
+def mpi_threads_supported():
+    return _C.mpi_threads_supported()
+
+
+class Pending:
+    """Bookkeeping for one op in flight: what must stay alive, and how to turn kolo's output into
+    the framework's result."""
+
+    __slots__ = ("keep", "finish")
+
+    def __init__(self, keep, finish):
+        self.keep = keep
+        self.finish = finish
+
+
+class Handles:
+    """Ops in flight, by handle: their tensors stay referenced (so their memory stays valid) until
+    synchronize()."""
+
+    def __init__(self):
+        self._pending = {}
+        self._early = {}  # handles that had already ended when enqueued
+        self._lock = threading.Lock()
+
+    def add(self, handle, keep, finish):
+        # A call rejected at once comes back as a handle that has already failed: raise now, as
+        # the call itself was wrong.
+        if _C.poll(handle) == 1:
+            code, message, output = _C.wait(handle)
+            if code != OK:
+                raise error_for(code, message)
+            with self._lock:
+                self._early[handle] = (code, message, output)
+        with self._lock:
+            self._pending[handle] = Pending(keep, finish)
+        return handle
+
+    def poll(self, handle):
+        with self._lock:
+            if handle in self._early:
+                return True
+            if handle not in self._pending:
+                raise ValueError("unknown handle %r (never issued, or already synchronized)" % (handle,))
+        return _C.poll(handle) == 1
+
+    def synchronize(self, handle):
+        with self._lock:
+            pending = self._pending.pop(handle, None)
+            early = self._early.pop(handle, None)
+        if pending is None:
+            raise ValueError("unknown handle %r (never issued, or already synchronized)" % (handle,))
+        code, message, output = early if early is not None else _C.wait(handle)
+        if code != OK:
+            raise error_for(code, message)
+        return pending.finish(output)

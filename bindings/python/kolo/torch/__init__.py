@@ -1,0 +1,31 @@
+"""kolo for PyTorch, with Horovod's names: ``import kolo.torch as hvd`` ports a Horovod script.
+
+    import kolo.torch as kolo
+    kolo.init()
+    sampler = DistributedSampler(dataset, num_replicas=kolo.size(), rank=kolo.rank())
+    kolo.broadcast_parameters(model.state_dict(), root_rank=0)
+    optimizer = kolo.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    kolo.broadcast_optimizer_state(optimizer, root_rank=0)
+"""
+from kolo._core import KoloError, KoloValueError
+from kolo.torch.compression import Compression
+from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
+                                  broadcast_parameters)
+from kolo.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
+                                allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async, barrier,
+                                broadcast, broadcast_, broadcast_async, broadcast_async_, cross_rank, cross_size,
+                                grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
+                                grouped_allreduce_async_, init, is_initialized, join, local_rank, local_size,
+                                mpi_threads_supported, poll, rank, reducescatter, reducescatter_async, shutdown,
+                                size, synchronize)
+from kolo.torch.optimizer import DistributedOptimizer
+
+__all__ = [
+    "Average", "Compression", "DistributedOptimizer", "KoloError", "KoloValueError", "Max", "Min", "Product", "Sum",
+    "allgather", "allgather_async", "allgather_object", "allreduce", "allreduce_", "allreduce_async",
+    "allreduce_async_", "alltoall", "alltoall_async", "barrier", "broadcast", "broadcast_", "broadcast_async",
+    "broadcast_async_", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters", "cross_rank",
+    "cross_size", "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
+    "init", "is_initialized", "join", "local_rank", "local_size", "mpi_threads_supported", "poll", "rank",
+    "reducescatter", "reducescatter_async", "shutdown", "size", "synchronize",
+]

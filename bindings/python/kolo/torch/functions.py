@@ -1,0 +1,109 @@
+"""Bringing every rank to the same state: parameters, optimizer state, arbitrary objects."""
+import io
+import pickle
+from collections.abc import Mapping
+
+import torch
+
+from kolo.torch import mpi_ops
+
+
+def broadcast_parameters(params, root_rank):
+    """Copies root's parameters to every rank, in place.
+
+    `params`: a model's state_dict(), or named_parameters() (a list of (name, tensor) pairs).
+    """
+    if isinstance(params, Mapping):
+        items = sorted(params.items())
+    elif isinstance(params, list) or hasattr(params, "__iter__"):
+        items = list(params)
+        if items and not (isinstance(items[0], tuple) and len(items[0]) == 2):
+            raise ValueError("broadcast_parameters takes a state_dict or named_parameters()")
+    else:
+        raise ValueError("invalid params of type %s" % type(params).__name__)
+    handles = []
+    for name, p in items:
+        if p is None or not isinstance(p, torch.Tensor):
+            continue
+        target = p.data if isinstance(p, torch.nn.Parameter) else p
+        handles.append(mpi_ops.broadcast_async_(target, root_rank, name="broadcast_parameters." + name))
+    for h in handles:
+        mpi_ops.synchronize(h)
+
+
+def broadcast_object(obj, root_rank=0, name=None):
+    """Root's `obj` (anything pickle takes) on every rank."""
+    name = name or type(obj).__name__
+    if mpi_ops.rank() == root_rank:
+        buffer = io.BytesIO()
+        pickle.dump(obj, buffer)
+        data = torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+        length = torch.tensor([data.numel()], dtype=torch.int64)
+    else:
+        length = torch.zeros(1, dtype=torch.int64)
+    mpi_ops.broadcast_(length, root_rank, name="broadcast_object.%s.size" % name)
+    if mpi_ops.rank() != root_rank:
+        data = torch.empty(int(length.item()), dtype=torch.uint8)
+    mpi_ops.broadcast_(data, root_rank, name="broadcast_object.%s.data" % name)
+    if mpi_ops.rank() == root_rank:
+        return obj
+    return pickle.loads(data.numpy().tobytes())
+
+
+def allgather_object(obj, name=None):
+    """Every rank's `obj` (anything pickle takes), as a list in rank order."""
+    name = name or type(obj).__name__
+    payload = pickle.dumps(obj)
+    data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
+    sizes = mpi_ops.allgather(torch.tensor([data.numel()], dtype=torch.int64), name="allgather_object.%s.sizes" % name)
+    gathered = mpi_ops.allgather(data, name="allgather_object.%s.data" % name)
+    out, offset = [], 0
+    for n in sizes.tolist():
+        out.append(pickle.loads(gathered[offset:offset + n].numpy().tobytes()))
+        offset += n
+    return out
+
+
+def broadcast_optimizer_state(optimizer, root_rank):
+    """Copies root's optimizer state (hyperparameters of every parameter group, and per-parameter
+    state such as momentum buffers) to every rank.
+
+    The structure travels as one pickled object; every tensor in it travels as a kolo broadcast,
+    so large state costs no pickling.
+    """
+    state = optimizer.state_dict()
+    tensors = []
+
+    def strip(value):
+        # Tensors replaced by their index in `tensors`, with what it takes to receive them.
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+            return ("__kolo_tensor__", len(tensors) - 1, tuple(value.shape), str(value.dtype).replace("torch.", ""))
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(strip(v) for v in value)
+        return value
+
+    skeleton = broadcast_object(strip(state) if mpi_ops.rank() == root_rank else None, root_rank,
+                                name="broadcast_optimizer_state")
+    received = []
+
+    def fill(value):
+        if isinstance(value, tuple) and len(value) == 4 and value[0] == "__kolo_tensor__":
+            _, index, shape, dtype = value
+            t = tensors[index].contiguous() if mpi_ops.rank() == root_rank else torch.empty(shape, dtype=getattr(torch, dtype))
+            received.append((index, t))
+            return t
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(fill(v) for v in value)
+        return value
+
+    new_state = fill(skeleton)
+    handles = [mpi_ops.broadcast_async_(t, root_rank, name="broadcast_optimizer_state.%d" % i) for i, t in received]
+    for h in handles:
+        mpi_ops.synchronize(h)
+    if mpi_ops.rank() != root_rank:
+        optimizer.load_state_dict(new_state)

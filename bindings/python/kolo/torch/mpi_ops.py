@@ -1,0 +1,380 @@
+"""kolo's collectives on torch tensors, with Horovod's names and signatures.
+
+Tensors cross into kolo without copies: kolo reads and writes their memory directly, and keeps a
+reference to every tensor of an op until synchronize(), so their memory stays valid meanwhile.
+Ops without a name are numbered per process: every rank must then make its unnamed calls in the
+same order.
+"""
+import torch
+
+from kolo import _core
+from kolo._core import KoloError, KoloValueError, _C
+
+# Reduce ops.
+Sum = _core.SUM
+Average = _core.AVERAGE
+Min = _core.MIN
+Max = _core.MAX
+Product = _core.PRODUCT
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+
+_DTYPES = {
+    torch.uint8: _core.UINT8,
+    torch.int8: _core.INT8,
+    torch.int32: _core.INT32,
+    torch.int64: _core.INT64,
+    torch.float16: _core.FLOAT16,
+    torch.bfloat16: _core.BFLOAT16,
+    torch.float32: _core.FLOAT32,
+    torch.float64: _core.FLOAT64,
+}
+
+_handles = _core.Handles()
+
+init = _core.init
+shutdown = _core.shutdown
+is_initialized = _core.is_initialized
+size = _core.size
+rank = _core.rank
+local_size = _core.local_size
+local_rank = _core.local_rank
+cross_size = _core.cross_size
+cross_rank = _core.cross_rank
+mpi_threads_supported = _core.mpi_threads_supported
+
+
+def _describe(tensor, name, role="input"):
+    """The descriptor kolo's C ABI takes for `tensor`; strides go along so kolo can refuse
+    non-contiguous tensors, naming them."""
+    if not isinstance(tensor, torch.Tensor):
+        raise KoloValueError("tensor '%s': expected a torch.Tensor as %s, got %s"
+                             % (name or "(unnamed)", role, type(tensor).__name__), _core.INVALID_ARGUMENT)
+    code = _DTYPES.get(tensor.dtype)
+    if code is None:
+        raise KoloValueError(
+            "tensor '%s' on rank %d: %s has dtype %s; kolo supports uint8, int8, int32, int64, float16, "
+            "bfloat16, float32, float64" % (name or "(unnamed)", _C.rank(), role, tensor.dtype),
+            _core.INVALID_ARGUMENT)
+    if tensor.is_cuda:
+        device_type, index = _core.CUDA, tensor.device.index
+        stream = torch.cuda.current_stream(tensor.device).cuda_stream
+    else:
+        device_type, index, stream = _core.CPU, 0, 0
+    return (tensor.data_ptr(), code, tuple(tensor.shape), tuple(tensor.stride()), device_type, index, stream)
+
+
+def _op_of(op, average, default=Average):
+    if average is not None:
+        if op is not None:
+            raise ValueError("pass op or average, not both (average is Horovod's older spelling)")
+        return Average if average else Sum
+    return default if op is None else op
+
+
+def _name(name):
+    return "" if name is None else str(name)
+
+
+def _wrap_output(output, dtype, device):
+    """A tensor over the memory kolo allocated for an output, without copying it (the tensor keeps
+    kolo's buffer alive)."""
+    shape = tuple(output.shape)
+    if output.size_bytes == 0:
+        return torch.empty(shape, dtype=dtype, device=device)
+    return torch.frombuffer(output, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+# ---- allreduce ------------------------------------------------------------------------------------
+
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor):
+    handle = _C.allreduce_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
+                                float(prescale_factor), float(postscale_factor))
+    return _handles.add(handle, (tensor, output), lambda _: output)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts an allreduce of `tensor` into a new tensor; synchronize(handle) returns it."""
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    return _allreduce_async(tensor, output, name, _op_of(op, average), prescale_factor, postscale_factor)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts an in-place allreduce of `tensor`."""
+    return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor)
+
+
+class _Allreduce(torch.autograd.Function):
+    """The gradient of an allreduce is the allreduce of the gradients (same op and scaling)."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+        ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
+        return synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
+                                           postscale_factor=postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        if ctx.op not in (Sum, Average):
+            raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
+                            % _OP_NAMES.get(ctx.op, ctx.op))
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=ctx.op, prescale_factor=ctx.prescale,
+                                           postscale_factor=ctx.postscale))
+        return grad, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+              postscale_factor=1.0):
+    """Reduces `tensor` across ranks (Average by default) into a new tensor; autograd flows through.
+
+    compression (e.g. Compression.fp16) is applied on the way into the collective and undone on the
+    way out.
+    """
+    from kolo.torch.compression import Compression
+    compression = compression or Compression.none
+    compressed, ctx = compression.compress(tensor)
+    reduced = _Allreduce.apply(compressed, name, _op_of(op, average), prescale_factor, postscale_factor)
+    return compression.decompress(reduced, ctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces `tensor` in place and returns it."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+
+
+def _group_names(name, count):
+    return [None] * count if name is None else ["%s.%d" % (name, i) for i in range(count)]
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts allreduces of several tensors at once (kolo fuses them when they are ready together);
+    synchronize(handle) returns the list of results."""
+    handles = [allreduce_async(t, average, n, op, prescale_factor, postscale_factor)
+               for t, n in zip(tensors, _group_names(name, len(tensors)))]
+    return _group_handle(handles)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0):
+    handles = [allreduce_async_(t, average, n, op, prescale_factor, postscale_factor)
+               for t, n in zip(tensors, _group_names(name, len(tensors)))]
+    return _group_handle(handles)
+
+
+def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
+
+
+# Grouped ops: a handle standing for several, whose synchronize() returns every result in order.
+# Negative, so it never collides with kolo's handles, which are positive.
+_groups = {}
+_next_group = [-1]
+
+
+def _group_handle(handles):
+    key = _next_group[0]
+    _next_group[0] -= 1
+    _groups[key] = handles
+    return key
+
+
+def synchronize(handle):
+    """Waits for an async op and returns its result (the output tensor; for alltoall a tuple with
+    the received splits; for a grouped op the list of results). Raises KoloError when the op
+    failed on this rank."""
+    if int(handle) in _groups:
+        handles = _groups.pop(int(handle))
+        results, error = [], None
+        for h in handles:  # wait for all, even after a failure, so no handle is left behind
+            try:
+                results.append(_handles.synchronize(h))
+            except KoloError as e:
+                error = error or e
+        if error is not None:
+            raise error
+        return results
+    return _handles.synchronize(handle)
+
+
+def poll(handle):
+    """True once the op has finished (synchronize() will not block)."""
+    if int(handle) in _groups:
+        return all(_handles.poll(h) for h in _groups[int(handle)])
+    return _handles.poll(handle)
+
+
+# ---- allgather ------------------------------------------------------------------------------------
+
+def allgather_async(tensor, name=None):
+    """Starts an allgather: every rank's `tensor` concatenated along the first dimension, which may
+    differ per rank. synchronize(handle) returns the result."""
+    handle = _C.allgather_async(_name(name), _describe(tensor, name))
+    return _handles.add(handle, (tensor,), lambda out: _wrap_output(out, tensor.dtype, tensor.device))
+
+
+class _Allgather(torch.autograd.Function):
+    """The gradient of an allgather for this rank's input is its rows of the gradients summed over
+    ranks: the gradient of the sum of every rank's loss, which DistributedOptimizer then averages,
+    as for any other parameter."""
+
+    @staticmethod
+    def forward(ctx, tensor, name):
+        ctx.rows = tensor.shape[0]
+        return synchronize(allgather_async(tensor, name))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
+        offset = int(rows[:rank()].sum().item())
+        return grad.narrow(0, offset, ctx.rows), None
+
+
+def allgather(tensor, name=None):
+    """Concatenates every rank's `tensor` along the first dimension; autograd flows through."""
+    return _Allgather.apply(tensor, name)
+
+
+# ---- broadcast ------------------------------------------------------------------------------------
+
+def _broadcast_async(tensor, output, root_rank, name):
+    handle = _C.broadcast_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), int(root_rank))
+    return _handles.add(handle, (tensor, output), lambda _: output)
+
+
+def broadcast_async(tensor, root_rank, name=None):
+    """Starts a broadcast of root's `tensor` into a new tensor on every rank."""
+    return _broadcast_async(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format), root_rank, name)
+
+
+def broadcast_async_(tensor, root_rank, name=None):
+    """Starts an in-place broadcast: `tensor` receives root's values."""
+    return _broadcast_async(tensor, tensor, root_rank, name)
+
+
+class _Broadcast(torch.autograd.Function):
+    """The gradient reaches the root only: the sum of every rank's gradient (zero elsewhere)."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name):
+        ctx.root = root_rank
+        return synchronize(broadcast_async(tensor, root_rank, name))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum))
+        if rank() != ctx.root:
+            grad.zero_()
+        return grad, None, None
+
+
+def broadcast(tensor, root_rank, name=None):
+    """Root's `tensor` on every rank, as a new tensor; autograd flows through."""
+    return _Broadcast.apply(tensor, root_rank, name)
+
+
+def broadcast_(tensor, root_rank, name=None):
+    """`tensor` receives root's values in place; returns it."""
+    return synchronize(broadcast_async_(tensor, root_rank, name))
+
+
+# ---- alltoall, reducescatter ----------------------------------------------------------------------
+
+def _splits_list(splits):
+    if splits is None:
+        return []
+    if isinstance(splits, torch.Tensor):
+        return [int(s) for s in splits.tolist()]
+    return [int(s) for s in splits]
+
+
+def alltoall_async(tensor, splits=None, name=None):
+    """Starts an alltoall: splits[r] rows (first dimension) go to rank r; without splits the rows
+    are divided evenly. synchronize(handle) returns (output, received_splits)."""
+    handle = _C.alltoall_async(_name(name), _describe(tensor, name), _splits_list(splits))
+
+    def finish(out):
+        received = torch.tensor(out.received_splits, dtype=torch.int32)
+        return _wrap_output(out, tensor.dtype, tensor.device), received
+
+    return _handles.add(handle, (tensor,), finish)
+
+
+class _Alltoall(torch.autograd.Function):
+    """The gradient goes back the way the rows came: an alltoall with the received splits."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name):
+        output, received = synchronize(alltoall_async(tensor, splits, name))
+        ctx.received = received
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, _grad_received):
+        grad, _ = synchronize(alltoall_async(grad_output.contiguous(), ctx.received))
+        return grad, None, None
+
+
+def alltoall(tensor, splits=None, name=None):
+    """Scatters rows of `tensor` to the ranks and gathers theirs; autograd flows through.
+
+    Returns the output, or (output, received_splits) when splits are given, as Horovod does.
+    """
+    output, received = _Alltoall.apply(tensor, splits, name)
+    return output if splits is None else (output, received)
+
+
+def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts a reducescatter: the reduction of every rank's `tensor`, of which this rank keeps its
+    block of rows (rows divided as evenly as possible, lower ranks taking the extra ones)."""
+    if tensor.dim() == 0:
+        raise KoloValueError("reducescatter of tensor '%s': needs at least one dimension" % (name or "(unnamed)"),
+                             _core.INVALID_ARGUMENT)
+    rows = _C.reducescatter_rows(tensor.shape[0], rank(), size())
+    output = tensor.new_empty((rows,) + tuple(tensor.shape[1:]))
+    handle = _C.reducescatter_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
+                                    float(prescale_factor), float(postscale_factor))
+    return _handles.add(handle, (tensor, output), lambda _: output)
+
+
+class _Reducescatter(torch.autograd.Function):
+    """Every rank's input fed every block; the gradient is the allgather of the blocks' gradients
+    (divided by the rank count for Average)."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        return synchronize(reducescatter_async(tensor, name, op, prescale_factor, postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        if ctx.op not in (Sum, Average):
+            raise KoloError("the gradient of a reducescatter with op %s is not defined; use Sum or Average"
+                            % _OP_NAMES.get(ctx.op, ctx.op))
+        grad = synchronize(allgather_async(grad_output.contiguous()))
+        scale = ctx.scale / (size() if ctx.op == Average else 1)
+        return (grad * scale if scale != 1 else grad), None, None, None, None
+
+
+def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's block of rows of the reduction of every rank's `tensor`; autograd flows through."""
+    return _Reducescatter.apply(tensor, name, op, prescale_factor, postscale_factor)
+
+
+# ---- barrier, join --------------------------------------------------------------------------------
+
+def barrier():
+    """Returns once every rank has called barrier()."""
+    _handles.synchronize(_handles.add(_C.barrier_async(), (), lambda _: None))
+
+
+def join(device=-1):
+    """This rank has no more data: until every rank has joined, it takes part in the others'
+    allreduces (contributing zeros; an Average is over the ranks that contributed), allgathers (no
+    rows), broadcasts and barriers. Returns the last rank to join. `device` is accepted for
+    Horovod compatibility."""
+    return _handles.synchronize(_handles.add(_C.join_async(), (), lambda out: out.last_joined_rank))

@@ -1,0 +1,152 @@
+"""DistributedOptimizer: averages gradients across ranks while backward is still running."""
+import contextlib
+import warnings
+
+import torch
+
+from kolo.torch import mpi_ops
+from kolo.torch.compression import Compression
+
+# torch 2.1 added a hook that runs once a parameter's gradient has been accumulated; older torch
+# (Debian's 1.13) gets the same moment from a hook on the gradient's AccumulateGrad node.
+_HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+
+
+class _DistributedOptimizer:
+    """Mixed into the user's optimizer class (see DistributedOptimizer): its step() first waits for
+    the gradients' allreduces, which hooks started the moment backward produced each gradient."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._op = op
+        if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
+            raise ValueError("gradient_predivide_factor applies to op=Average only")
+        self._predivide = gradient_predivide_factor
+        self._passes = backward_passes_per_step
+
+        all_params = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is not None:
+            named_parameters = list(named_parameters)
+            names = [n for n, _ in named_parameters]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                raise ValueError("named_parameters has duplicate names: %s" % ", ".join(duplicates))
+            self._names = {p: n for n, p in named_parameters}
+            unnamed = [i for i, p in enumerate(all_params) if p not in self._names]
+            if unnamed:
+                raise ValueError("named_parameters lacks %d of the optimizer's parameters (indices %s); pass "
+                                 "model.named_parameters() for the model the optimizer trains"
+                                 % (len(unnamed), unnamed[:10]))
+        else:
+            self._names = {p: "param.%d" % i for i, p in enumerate(all_params)}
+
+        self._handles = {}                 # parameter -> (handle or None, compressed tensor, ctx)
+        self._delay = {p: self._passes for p in all_params}
+        self._requires_update = {p for p in all_params if p.requires_grad}
+        self._synchronized = False
+        self._should_synchronize = True
+        self._hook_refs = []
+        if mpi_ops.size() > 1:
+            self._register_hooks()
+
+    def _register_hooks(self):
+        for p in self._requires_update:
+            if _HAS_POST_ACCUMULATE_HOOK:
+                self._hook_refs.append(p.register_post_accumulate_grad_hook(self._make_hook(p)))
+            else:
+                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+                accumulator.register_hook(self._make_hook(p))
+                self._hook_refs.append(accumulator)  # the node must outlive this call
+
+    def _make_hook(self, p):
+        def hook(*_):
+            if p in self._handles and self._handles[p][0] is not None and self._delay[p] <= 0:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times before step() or "
+                    "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
+            self._delay[p] -= 1
+            if self._delay[p] == 0:
+                self._handles[p] = self._allreduce_async(p)
+            else:
+                self._handles[p] = (None, None, None)
+        return hook
+
+    def _allreduce_async(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        compressed, ctx = self._compression.compress(p.grad)
+        # With Average: divide by the predivide factor before summing, and by size / factor after,
+        # so large sums of half-precision gradients stay in range.
+        if self._op == mpi_ops.Average:
+            pre, post = 1.0 / self._predivide, self._predivide
+        else:
+            pre, post = 1.0, 1.0
+        handle = mpi_ops.allreduce_async_(compressed, name="grad." + self._names[p], op=self._op,
+                                          prescale_factor=pre, postscale_factor=post)
+        return handle, compressed, ctx
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (starting those backward did not reach, so that
+        every rank submits the same names) and writes the results into the gradients."""
+        if mpi_ops.size() == 1:
+            self._synchronized = True
+            return
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = self._allreduce_async(p)
+        for p, (handle, _, _) in list(self._handles.items()):
+            if handle is None:
+                self._handles[p] = self._allreduce_async(p)
+        error = None
+        for p, (handle, compressed, ctx) in self._handles.items():
+            try:
+                mpi_ops.synchronize(handle)
+            except Exception as e:  # wait for every handle before raising, so none is left in flight
+                error = error or e
+                continue
+            if compressed is not p.grad:
+                p.grad.copy_(self._compression.decompress(compressed, ctx))
+            self._delay[p] = self._passes
+        self._handles.clear()
+        self._synchronized = True
+        if error is not None:
+            raise error
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """For step() after an explicit synchronize() (to clip gradients in between, say)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called right after optimizer.synchronize(): the gradients are "
+                              "reduced again. Use `with optimizer.skip_synchronize(): optimizer.step()`.")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before optimizer.step() "
+                                 "or optimizer.synchronize(); the gradients' allreduces are still in flight.")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
+                         op=mpi_ops.Average, gradient_predivide_factor=1.0):
+    """Wraps `optimizer` so that step() applies gradients averaged (op) across every rank.
+
+    Each gradient's allreduce starts as soon as backward has produced it, overlapping communication
+    with the rest of backward. With backward_passes_per_step=k, gradients accumulate locally over k
+    backward passes and are reduced once. The returned object is an instance of the optimizer's own
+    class, so schedulers and checkpoints work as before.
+    """
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+               gradient_predivide_factor)

@@ -1,0 +1,119 @@
+"""Every collective on torch tensors, exact results, for each dtype kolo supports."""
+import pytest
+import torch
+
+import kolo.torch as kolo
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
+          torch.int8]
+
+
+def values(n, r, dtype):
+    # Small integers, exact in every dtype; sums over up to 4 ranks fit int8.
+    return ((torch.arange(n) * 7 + r * 3) % 6).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_allreduce_every_op(dtype, rank, size):
+    n = 33
+    per_rank = [values(n, r, torch.float64) for r in range(size)]
+    expected = {
+        kolo.Sum: sum(per_rank),
+        kolo.Min: torch.stack(per_rank).min(0).values,
+        kolo.Max: torch.stack(per_rank).max(0).values,
+    }
+    for op, want in expected.items():
+        got = kolo.allreduce(values(n, rank, dtype), op=op, name="ar.%s.%d" % (dtype, op))
+        assert got.dtype == dtype
+        assert torch.equal(got, want.to(dtype)), (op, got, want)
+    # Average: sum times 1/size in double, rounded to the dtype; integers truncate.
+    got = kolo.allreduce(values(n, rank, dtype), name="ar.avg.%s" % dtype)
+    total = sum(per_rank)
+    want = (total * (1.0 / size)).to(dtype) if dtype.is_floating_point else torch.div(total, size, rounding_mode="trunc").to(dtype)
+    assert torch.equal(got, want)
+    # Product of ones and twos.
+    got = kolo.allreduce((1 + (torch.arange(n) + rank) % 2).to(dtype), op=kolo.Product, name="ar.prod.%s" % dtype)
+    want = torch.ones(n, dtype=torch.float64)
+    for r in range(size):
+        want = want * (1 + (torch.arange(n) + r) % 2)
+    assert torch.equal(got, want.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_allreduce_in_place_async_and_grouped(dtype, rank, size):
+    t = values(10, rank, dtype)
+    handle = kolo.allreduce_async_(t, op=kolo.Sum, name="inplace.%s" % dtype)
+    out = kolo.synchronize(handle)
+    assert out is t
+    assert torch.equal(t, sum(values(10, r, torch.float64) for r in range(size)).to(dtype))
+    tensors = [values(k + 1, rank, dtype) for k in range(5)]
+    results = kolo.grouped_allreduce(tensors, op=kolo.Max, name="group.%s" % dtype)
+    for k, res in enumerate(results):
+        assert torch.equal(res, torch.stack([values(k + 1, r, torch.float64) for r in range(size)]).max(0).values.to(dtype))
+
+
+def test_scale_factors(rank, size):
+    t = values(8, rank, torch.float32)
+    got = kolo.allreduce(t, op=kolo.Sum, prescale_factor=0.5, postscale_factor=4.0, name="scaled")
+    assert torch.equal(got, 2.0 * sum(values(8, r, torch.float32) for r in range(size)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_allgather_rows_differ_per_rank(dtype, rank, size):
+    rows = lambda r: 0 if r == 1 else r + 1  # rank 1 contributes nothing
+    mine = (torch.arange(rows(rank) * 3).reshape(rows(rank), 3) + 10 * rank).to(dtype)
+    got = kolo.allgather(mine, name="gather.%s" % dtype)
+    want = torch.cat([(torch.arange(rows(r) * 3).reshape(rows(r), 3) + 10 * r).to(dtype) for r in range(size)])
+    assert got.dtype == dtype and torch.equal(got, want)
+    handle = kolo.allgather_async(mine, name="gather.async.%s" % dtype)
+    assert torch.equal(kolo.synchronize(handle), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_broadcast_from_every_root(dtype, rank, size):
+    for root in range(size):
+        t = torch.full((4, 2), rank + 1).to(dtype)
+        got = kolo.broadcast(t, root, name="bcast.%s.%d" % (dtype, root))
+        assert torch.equal(got, torch.full((4, 2), root + 1).to(dtype))
+        assert torch.equal(t, torch.full((4, 2), rank + 1).to(dtype))  # input untouched
+        kolo.broadcast_(t, root, name="bcast_.%s.%d" % (dtype, root))
+        assert torch.equal(t, torch.full((4, 2), root + 1).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_alltoall_uneven_splits(dtype, rank, size):
+    splits = [(rank + q) % 3 for q in range(size)]
+    rows = [torch.tensor([[100 * rank + 10 * q + k, k]]) for q in range(size) for k in range(splits[q])]
+    t = (torch.cat(rows) if rows else torch.empty(0, 2, dtype=torch.int64)).to(dtype)
+    out, received = kolo.alltoall(t, splits=splits, name="a2a.%s" % dtype)
+    want = [torch.tensor([[100 * r + 10 * rank + k, k]]) for r in range(size) for k in range((r + rank) % 3)]
+    want = (torch.cat(want) if want else torch.empty(0, 2, dtype=torch.int64)).to(dtype)
+    assert torch.equal(out, want)
+    assert received.tolist() == [(r + rank) % 3 for r in range(size)]
+    even = kolo.alltoall((torch.arange(2 * size) + 10 * rank).to(dtype), name="a2a.even.%s" % dtype)
+    assert even.tolist() == [10 * r + 2 * rank + k for r in range(size) for k in range(2)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_reducescatter_odd_rows(dtype, rank, size):
+    t = values(7 * 2, rank, dtype).reshape(7, 2)
+    got = kolo.reducescatter(t, op=kolo.Sum, name="rs.%s" % dtype)
+    total = sum(values(14, r, torch.float64) for r in range(size)).reshape(7, 2)
+    first = sum(7 // size + (1 if r < 7 % size else 0) for r in range(rank))
+    mine = 7 // size + (1 if rank < 7 % size else 0)
+    assert torch.equal(got, total[first:first + mine].to(dtype))
+
+
+def test_poll_and_barrier(rank):
+    handle = kolo.allreduce_async(torch.ones(3), name="polled")
+    kolo.synchronize(handle)
+    with pytest.raises(ValueError, match="unknown handle"):
+        kolo.poll(handle)
+    kolo.barrier()
+
+
+def test_allgather_output_outlives_kolo_buffer(rank, size):
+    import gc
+    got = kolo.allgather(torch.full((2,), float(rank)), name="lifetime")
+    gc.collect()
+    assert got.tolist() == [float(r) for r in range(size) for _ in range(2)]

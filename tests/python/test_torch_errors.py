@@ -1,0 +1,40 @@
+"""Bad input raises at once naming the tensor; ranks that disagree raise on every rank."""
+import pytest
+import torch
+
+import kolo.torch as kolo
+
+
+def test_shape_that_differs_between_ranks_raises_on_every_rank(rank, size):
+    if size == 1:
+        pytest.skip("needs two ranks to disagree")
+    with pytest.raises(kolo.KoloError) as e:
+        kolo.allreduce(torch.zeros(2 + (rank == 1)), name="differs")
+    others = "rank 0" if size == 2 else "ranks 0,2" if size == 3 else "ranks 0,2-%d" % (size - 1)
+    assert str(e.value) == "Mismatched shape for tensor 'differs' (allreduce): [2] on %s, [3] on rank 1." % others
+    # The engine goes on.
+    assert kolo.allreduce(torch.ones(2), op=kolo.Sum, name="after.differs").tolist() == [size, size]
+
+
+def test_bad_calls_raise_value_errors_naming_the_tensor(rank):
+    with pytest.raises(kolo.KoloValueError, match="tensor 'flags' on rank %d: input has dtype torch.bool" % rank):
+        kolo.allreduce(torch.zeros(3, dtype=torch.bool), name="flags")
+    with pytest.raises(ValueError, match="allreduce of tensor 'strided' on rank %d: input is not contiguous" % rank):
+        kolo.allreduce_(torch.zeros(4, 4).t(), name="strided")
+    with pytest.raises(ValueError, match="root rank 99 is outside"):
+        kolo.broadcast_(torch.zeros(2), 99, name="bad.root")
+    with pytest.raises(ValueError, match="split sizes add up to 5, but the first dimension is 4"):
+        kolo.alltoall(torch.zeros(4), splits=[5] + [0] * (kolo.size() - 1), name="bad.splits")
+
+
+def test_join_lets_others_go_on(rank, size):
+    if size == 1:
+        pytest.skip("join needs a second rank")
+    if rank == size - 1:
+        last = kolo.join()
+    else:
+        got = kolo.allreduce(torch.full((2,), float(rank + 1)), name="joined.avg")
+        n = size - 1
+        assert got.tolist() == [sum(range(1, n + 1)) * (1.0 / n)] * 2  # averaged over those with data
+        last = kolo.join()
+    assert kolo.allgather_object(last) == [last] * size
