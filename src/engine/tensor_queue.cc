@@ -48,6 +48,11 @@ void TensorQueue::wake() {
   cv_.notify_one();
 }
 
+size_t TensorQueue::in_flight() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
 TensorEntry* TensorQueue::find(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);

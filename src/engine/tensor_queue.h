@@ -24,6 +24,8 @@ class TensorQueue {
   void wait_for_work(double seconds);
   void wake();
 
+  // Ops pushed and not yet removed.
+  size_t in_flight();
   // Valid until remove(name): only the engine thread removes.
   TensorEntry* find(const std::string& name);
   std::unique_ptr<TensorEntry> remove(const std::string& name);

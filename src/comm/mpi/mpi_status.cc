@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -17,18 +18,25 @@ Status mpi_status(int rc, const std::string& what) {
 
 Status mpi_wait(MPI_Request* request, const char* what) {
   using clock = std::chrono::steady_clock;
+  // A peer that is on its way arrives within the spins and yields. One that is not (still
+  // computing, or its engine asleep) may take milliseconds: naps then double up to 1 ms, so a long
+  // wait costs a few wakeups rather than thousands, each of which would preempt a framework thread.
+  constexpr int kSpins = 64;
+  constexpr auto kYieldFor = std::chrono::microseconds(50);
+  constexpr auto kMaxNap = std::chrono::microseconds(1000);
   const auto start = clock::now();
+  auto nap = std::chrono::microseconds(10);
   for (int i = 0;; ++i) {
     int done = 0;
     KOLO_MPI_RETURN_IF_ERROR(MPI_Test(request, &done, MPI_STATUS_IGNORE), what);
     if (done) return Status::OK();
-    if (i < 64) continue;
-    const auto waited = clock::now() - start;
-    if (waited < std::chrono::microseconds(200)) {
+    if (i < kSpins) continue;
+    if (clock::now() - start < kYieldFor) {
       sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::milliseconds(5) ? 20 : 200));
+      continue;
     }
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, kMaxNap);
   }
 }
 
