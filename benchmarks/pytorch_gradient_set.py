@@ -36,32 +36,35 @@ with open(args.shapes) as f:
         if line.strip() and not line.startswith("#"):
             name, dims = line.split()
             shapes.append((name, [int(d) for d in dims.split("x")]))
-params = [torch.nn.Parameter(torch.zeros(s)) for _, s in shapes]
-named = [(n, p) for (n, _), p in zip(shapes, params)]
-total = sum(p.numel() for p in params)
-weights = [torch.zeros(p.shape) for p in params]  # the "loss" is sum(p * w): its gradients are w
+# Two copies of the parameters: DistributedOptimizer hooks its own, the local baseline uses the other.
+local_params = [torch.nn.Parameter(torch.zeros(s)) for _, s in shapes]
+kolo_params = [torch.nn.Parameter(torch.zeros(s)) for _, s in shapes]
+total = sum(p.numel() for p in local_params)
+weights = [torch.zeros(p.shape) for p in local_params]  # the "loss" is sum(p * w): its gradients are w
 
 
-def backward():
+def backward(params):
     loss = sum((p * w).sum() for p, w in zip(params, weights))
     loss.backward()
 
 
-local_optimizer = torch.optim.SGD(params, lr=0.0)
-kolo_optimizer = kolo.DistributedOptimizer(torch.optim.SGD(params, lr=0.0), named_parameters=named, op=kolo.Sum)
+local_optimizer = torch.optim.SGD(local_params, lr=0.0)
+kolo_optimizer = kolo.DistributedOptimizer(torch.optim.SGD(kolo_params, lr=0.0),
+                                           named_parameters=[(n, p) for (n, _), p in zip(shapes, kolo_params)],
+                                           op=kolo.Sum)
 flat = torch.zeros(total).numpy()
-buffers = [torch.zeros(p.shape).numpy() for p in params]
+buffers = [torch.zeros(p.shape).numpy() for p in local_params]
 
 
 def local_step():
     local_optimizer.zero_grad()
-    backward()
+    backward(local_params)
     local_optimizer.step()
 
 
 def kolo_step():
     kolo_optimizer.zero_grad()
-    backward()
+    backward(kolo_params)
     kolo_optimizer.step()
 
 
@@ -92,7 +95,7 @@ if rank == 0:
     local = med["backward + step, no communication"]
     reference = med["mpi4py Allreduce, all bytes in one call"]
     print("# ResNet-50 gradient set: %d tensors, %d float32 elements (%.1f MB), sum, %d ranks" %
-          (len(params), total, total * 4 / 1e6, size))
+          (len(local_params), total, total * 4 / 1e6, size))
     print("# median of %d steps x %d rounds" % (args.steps, args.rounds))
     print("%-46s %12s %12s" % ("", "time (ms)", "vs one call"))
     for name, _ in modes:
@@ -102,7 +105,7 @@ if rank == 0:
           % (comm_time * 1e3, comm_time / reference))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"benchmark": "pytorch_gradient_set", "ranks": size, "tensors": len(params),
+            json.dump({"benchmark": "pytorch_gradient_set", "ranks": size, "tensors": len(local_params),
                        "elements": total, "median_seconds": med,
                        "kolo_communication_seconds": comm_time}, f, indent=2)
 kolo.shutdown()

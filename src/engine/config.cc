@@ -13,8 +13,8 @@ namespace kolo {
 const std::vector<SettingInfo>& known_settings() {
   static const std::vector<SettingInfo> settings = {
       {"KOLO_CYCLE_TIME_MS", "1",
-       "Longest time an idle engine waits before checking in with the other ranks; an op enqueued "
-       "on an idle engine starts a cycle at once."},
+       "Time between negotiation cycles while this rank has ops in flight; an op enqueued on an idle "
+       "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
       {"KOLO_FUSION_THRESHOLD_BYTES", "67108864",
        "Largest fused allreduce (64 MiB). A tensor larger than this goes alone; 0 turns fusion off."},
       {"KOLO_CACHE_CAPACITY", "1024",
