@@ -185,7 +185,15 @@ bool parse_hostfile_text(const std::string& text, std::vector<Host>* hosts, std:
 bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, std::string* error) {
   *o = LaunchOptions();
   size_t i = 0;
+  // "--name=value" is "--name value", as argparse (and so horovodrun) takes it.
+  std::string inline_value;
+  bool has_inline = false;
   auto value = [&](const std::string& flag, std::string* v) {
+    if (has_inline) {
+      *v = inline_value;
+      has_inline = false;
+      return true;
+    }
     if (i + 1 >= args.size()) {
       *error = flag + " needs a value";
       return false;
@@ -209,7 +217,14 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
   };
   bool hosts_given = false;
   for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
+    std::string a = args[i];
+    has_inline = false;
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && a.size() > 2 && eq != std::string::npos) {
+      inline_value = a.substr(eq + 1);
+      has_inline = true;
+      a = a.substr(0, eq);
+    }
     std::string v;
     if (a == "-np" || a == "--num-proc" || a == "-n") {
       long long n;
@@ -314,6 +329,10 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     } else {
       o->command.assign(args.begin() + static_cast<long>(i), args.end());
       break;
+    }
+    if (has_inline) {
+      *error = a + " takes no value";
+      return false;
     }
   }
   if (o->help || o->check_build) return true;

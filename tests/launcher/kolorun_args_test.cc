@@ -98,6 +98,15 @@ TEST(KolorunCommand, ForwardsKoloNcclAndPathsFromTheEnvironment) {
             "-x PYTHONPATH -x KOLO_LOG_LEVEL -x NCCL_DEBUG ./t");
 }
 
+TEST(KolorunCommand, LongOptionsTakeValuesAfterAnEqualsSign) {
+  Translated t = translate({"-np", "2", "--fusion-threshold-mb=16", "--mpi-args=--mca btl self,tcp", "./t",
+                            "--lr=0.1"});
+  EXPECT_EQ(t.argv,
+            "/usr/bin/mpirun -np 2 -H localhost:2 --bind-to none --map-by slot -x PATH -x KOLO_FUSION_THRESHOLD_BYTES "
+            "--mca btl self,tcp ./t --lr=0.1");
+  EXPECT_EQ(t.env, "KOLO_FUSION_THRESHOLD_BYTES=16777216");
+}
+
 TEST(KolorunCommand, NoStallCheckAndDoubleDash) {
   Translated t = translate({"-np", "1", "--no-stall-check", "--", "-weird-program"});
   EXPECT_EQ(t.argv,
@@ -124,6 +133,7 @@ TEST(KolorunCommand, BadCommandLines) {
   EXPECT_EQ(parse_error({"-np", "2", "--hostfile", "/nonexistent/hosts", "x"}), "cannot read hostfile '/nonexistent/hosts'");
   EXPECT_EQ(parse_error({"-np", "2", "-H", "a:1", "--hostfile", "/x", "x"}), "give hosts once, with -H or --hostfile");
   EXPECT_EQ(parse_error({"-np"}), "-np needs a value");
+  EXPECT_EQ(parse_error({"-np", "1", "--verbose=yes", "x"}), "--verbose takes no value");
   EXPECT_EQ(parse_error({"-np", "1", "--start-timeout", "0", "x"}),
             "--start-timeout expects a positive number of seconds, got '0'");
 }
