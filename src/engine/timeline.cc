@@ -92,7 +92,7 @@ void Timeline::instant(const std::string& tensor, const char* what, double at, c
 }
 
 void Timeline::flush_if_due(double now) {
-  if (file_ == nullptr || now - last_flush_ < 0.5) return;
+  if (file_ == nullptr || now - last_flush_ < 0.1) return;
   last_flush_ = now;
   std::fflush(file_);
 }

@@ -3,7 +3,7 @@
 //
 // The file is "[" followed by events separated by ",": the closing "]" is written at shutdown,
 // and the trace format allows it to be missing, so a job that dies still leaves a readable trace.
-// Buffered writes are flushed at least every half second for the same reason.
+// Buffered writes are flushed at least every 100 ms for the same reason.
 #pragma once
 
 #include <cstdio>
