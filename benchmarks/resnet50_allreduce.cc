@@ -15,6 +15,7 @@
 #include <map>
 
 #include "bench_util.h"
+#include "gradient_set.h"
 #include "kolo/kolo.h"
 
 #ifndef KOLO_RESNET50_SHAPES
@@ -22,40 +23,6 @@
 #endif
 
 namespace {
-
-struct Tensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
-
-std::vector<Tensor> read_shapes(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) {
-    std::cerr << "cannot read " << path << "\n";
-    std::exit(2);
-  }
-  std::vector<Tensor> out;
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    Tensor t;
-    std::string dims;
-    s >> t.name >> dims;
-    int64_t n = 1;
-    std::istringstream d(dims);
-    std::string part;
-    while (std::getline(d, part, 'x')) {
-      t.shape.push_back(std::stoll(part));
-      n *= t.shape.back();
-    }
-    // Zeros: a sum that stays finite however many steps run.
-    t.data.assign(static_cast<size_t>(n), 0.0f);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 void check(const kolo::Status& s) {
   if (!s.ok()) {
@@ -84,9 +51,9 @@ int main(int argc, char** argv) {
     else if (a == "--json") json = argv[i + 1];
   }
 
-  std::vector<Tensor> tensors = read_shapes(shapes);
+  std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
   size_t total = 0;
-  for (const Tensor& t : tensors) total += t.data.size();
+  for (const bench::Tensor& t : tensors) total += t.data.size();
   std::vector<float> flat(total, 0.0f);
   const double bytes = static_cast<double>(total) * sizeof(float);
 
@@ -95,7 +62,7 @@ int main(int argc, char** argv) {
     handles.reserve(tensors.size());
     kolo::AllreduceOptions sum;
     sum.op = kolo::ReduceOp::kSum;
-    for (Tensor& t : tensors) {
+    for (bench::Tensor& t : tensors) {
       kolo::TensorView v = kolo::cpu_view(t.data.data(), t.shape);
       handles.push_back(kolo::allreduce_async(t.name, v, v, sum));
     }
@@ -110,7 +77,7 @@ int main(int argc, char** argv) {
     }
   };
   auto mpi_per_tensor = [&] {
-    for (Tensor& t : tensors) {
+    for (bench::Tensor& t : tensors) {
       MPI_Allreduce(MPI_IN_PLACE, t.data.data(), static_cast<int>(t.data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
   };

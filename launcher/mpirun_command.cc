@@ -77,7 +77,12 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   for (const auto& s : o.settings) set(s.first, s.second);
   const bool nccl_ifname_given =
       std::find(m.env_names.begin(), m.env_names.end(), "NCCL_SOCKET_IFNAME") != m.env_names.end();
-  if (!o.network_interface.empty() && !nccl_ifname_given) set("NCCL_SOCKET_IFNAME", o.network_interface);
+  // NCCL takes interface names only; a subnet (10.1.2.0/24) is for MPI alone.
+  const bool names_an_interface = o.network_interface.find('/') == std::string::npos &&
+                                  o.network_interface.find_first_not_of("0123456789.") != std::string::npos;
+  if (!o.network_interface.empty() && !nccl_ifname_given && names_an_interface) {
+    set("NCCL_SOCKET_IFNAME", o.network_interface);
+  }
   for (const auto& e : o.env) {
     if (e.has_value) set(e.name, e.value);
   }

@@ -14,6 +14,15 @@ void multiply(const T* src, T* dst, int64_t n, double f) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * f);
 }
 
+// float32 times a factor that float holds exactly (1/2, 1/4, ... for averages over 2^k ranks): the
+// product of two 24-bit significands is exact in double, so rounding it once to float gives what
+// the float product gives, and float arithmetic runs twice as wide.
+void multiply_float(const float* src, float* dst, int64_t n, double f) {
+  const float ff = static_cast<float>(f);
+  if (static_cast<double>(ff) != f) return multiply(src, dst, n, f);
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * ff;
+}
+
 template <typename T>
 void divide(const T* src, T* dst, int64_t n, int64_t d) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<int64_t>(src[i]) / d);
@@ -69,7 +78,7 @@ void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const
   const int64_t d = s.divisor;
   switch (dtype) {
     case DataType::kFloat32:
-      multiply(static_cast<const float*>(src), static_cast<float*>(dst), count, f);
+      multiply_float(static_cast<const float*>(src), static_cast<float*>(dst), count, f);
       break;
     case DataType::kFloat64:
       multiply(static_cast<const double*>(src), static_cast<double*>(dst), count, f);

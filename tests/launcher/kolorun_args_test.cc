@@ -107,6 +107,14 @@ TEST(KolorunCommand, LongOptionsTakeValuesAfterAnEqualsSign) {
   EXPECT_EQ(t.env, "KOLO_FUSION_THRESHOLD_BYTES=16777216");
 }
 
+TEST(KolorunCommand, ASubnetIsForMpiOnly) {
+  Translated t = translate({"-np", "2", "--network-interface", "10.1.2.0/24", "./t"});
+  EXPECT_EQ(t.argv,
+            "/usr/bin/mpirun -np 2 -H localhost:2 --bind-to none --map-by slot --mca btl_tcp_if_include 10.1.2.0/24 "
+            "--mca oob_tcp_if_include 10.1.2.0/24 -x PATH ./t");
+  EXPECT_EQ(t.env, "");
+}
+
 TEST(KolorunCommand, NoStallCheckAndDoubleDash) {
   Translated t = translate({"-np", "1", "--no-stall-check", "--", "-weird-program"});
   EXPECT_EQ(t.argv,

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -17,17 +18,21 @@ namespace {
 using testing::Buffer;
 using testing::ScopedSettings;
 
-TEST(Topology, OneHostEveryRankLocal) {
+// One host unless the emulated cluster (tests/cluster) says how many: ranks fill hosts in order
+// (--map-by slot), the same number on each.
+TEST(Topology, RanksPerHostAndHosts) {
   int world_rank = -1, world_size = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  const char* hosts_env = std::getenv("CLUSTER_HOST_COUNT");
+  const int hosts = hosts_env ? std::atoi(hosts_env) : 1;
+  const int per_host = world_size / hosts;
   EXPECT_EQ(rank(), world_rank);
   EXPECT_EQ(size(), world_size);
-  // mpirun on one machine: every rank shares the host.
-  EXPECT_EQ(local_rank(), world_rank);
-  EXPECT_EQ(local_size(), world_size);
-  EXPECT_EQ(cross_rank(), 0);
-  EXPECT_EQ(cross_size(), 1);
+  EXPECT_EQ(local_rank(), world_rank % per_host);
+  EXPECT_EQ(local_size(), per_host);
+  EXPECT_EQ(cross_rank(), world_rank / per_host);
+  EXPECT_EQ(cross_size(), hosts);
   EXPECT_TRUE(mpi_threads_supported());
 }
 

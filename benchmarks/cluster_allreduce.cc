@@ -1,0 +1,153 @@
+// ResNet-50's gradient set reduced across hosts: kolo flat, kolo hierarchical and one MPI_Allreduce,
+// in one run, with the bytes that crossed between hosts (read from each host's interface counters)
+// and the time, each against the least an allreduce must send across and the time that takes at the
+// link's rate. Meant for the emulated cluster (tests/cluster/cluster.sh with --rate-mbit):
+//
+//   tests/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4 \
+//       -H ...:2,...:2 build/benchmarks/cluster_allreduce --interface eth0 --link-gbit 1'
+//
+// An allreduce of S bytes over H hosts must send at least 2S(H-1)/H out of every host (each host's
+// share of the result depends on every other host's data, and every host needs the whole result);
+// at R bytes/s per direction, that takes at least 2S(H-1)/(H R).
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "bench_util.h"
+#include "gradient_set.h"
+#include "kolo/kolo.h"
+
+#ifndef KOLO_RESNET50_SHAPES
+#define KOLO_RESNET50_SHAPES "benchmarks/data/resnet50_grad_shapes.txt"
+#endif
+
+namespace {
+
+void check(const kolo::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+// Bytes this host has sent on `iface` (its link to the other hosts).
+long long sent_bytes(const std::string& iface) {
+  std::ifstream f("/sys/class/net/" + iface + "/statistics/tx_bytes");
+  long long v = 0;
+  f >> v;
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int steps = 3, rounds = 2;
+  double link_gbit = 0.0;
+  std::string iface = "eth0", shapes = KOLO_RESNET50_SHAPES, json;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--steps") steps = std::atoi(argv[i + 1]);
+    else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else if (a == "--interface") iface = argv[i + 1];
+    else if (a == "--link-gbit") link_gbit = std::atof(argv[i + 1]);
+    else if (a == "--shapes") shapes = argv[i + 1];
+    else if (a == "--json") json = argv[i + 1];
+  }
+
+  std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
+  size_t total = 0;
+  for (const bench::Tensor& t : tensors) total += t.data.size();
+  std::vector<float> flat(total, 0.0f);
+  const double bytes = static_cast<double>(total) * sizeof(float);
+
+  auto kolo_step = [&] {
+    std::vector<kolo::Handle> handles;
+    kolo::AllreduceOptions sum;
+    sum.op = kolo::ReduceOp::kSum;
+    for (bench::Tensor& t : tensors) {
+      kolo::TensorView v = kolo::cpu_view(t.data.data(), t.shape);
+      handles.push_back(kolo::allreduce_async(t.name, v, v, sum));
+    }
+    for (kolo::Handle h : handles) check(kolo::wait(h));
+  };
+  auto mpi_step = [&] {
+    MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  };
+  struct Mode {
+    std::string name;
+    kolo::Settings settings;
+    std::function<void()> step;
+    bool uses_kolo;
+  };
+  const std::vector<Mode> modes = {
+      {"kolo, flat", {}, kolo_step, true},
+      {"kolo, hierarchical", {{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}}, kolo_step, true},
+      {"MPI_Allreduce, one call", {}, mpi_step, false},
+  };
+
+  // Which ranks read their host's counters: the first on each host.
+  check(kolo::init());
+  const bool reads_counters = kolo::local_rank() == 0;
+  const int hosts = kolo::cross_size();
+  check(kolo::shutdown());
+
+  std::map<std::string, std::vector<double>> times;
+  std::map<std::string, double> crossed;  // bytes sent between hosts, all hosts, summed over steps
+  for (int round = 0; round < rounds; ++round) {
+    for (const Mode& m : modes) {
+      if (m.uses_kolo) check(kolo::init(m.settings));
+      m.step();  // warm-up (and, for kolo, negotiation of every name)
+      MPI_Barrier(MPI_COMM_WORLD);
+      const long long before = reads_counters ? sent_bytes(iface) : 0;
+      for (int s = 0; s < steps; ++s) times[m.name].push_back(bench::timed_step(m.step));
+      MPI_Barrier(MPI_COMM_WORLD);
+      long long delta = reads_counters ? sent_bytes(iface) - before : 0, all = 0;
+      MPI_Allreduce(&delta, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+      crossed[m.name] += static_cast<double>(all);
+      if (m.uses_kolo) check(kolo::shutdown());
+    }
+  }
+
+  if (rank == 0) {
+    const double min_bytes = 2.0 * bytes * (hosts - 1);  // out of all hosts together, per step
+    const double bound = link_gbit > 0 ? 2.0 * bytes * (hosts - 1) / hosts / (link_gbit * 1e9 / 8) : 0.0;
+    std::printf("# ResNet-50 gradients: %zu float32 tensors (%.1f MB), sum, %d ranks on %d hosts\n", tensors.size(),
+                bytes / 1e6, size, hosts);
+    std::printf("# least an allreduce sends between hosts per step: %.1f MB", min_bytes / 1e6);
+    if (link_gbit > 0) std::printf("; at %.3g Gbit/s per link that takes %.1f ms", link_gbit, bound * 1e3);
+    std::printf("\n# median of %d steps x %d rounds\n", steps, rounds);
+    std::printf("%-26s %12s %16s %14s %14s\n", "", "time (ms)", "crossed (MB)", "bytes / least", "time / least");
+    std::string rows;
+    for (const Mode& m : modes) {
+      const double t = bench::median(times[m.name]);
+      const double per_step = crossed[m.name] / (steps * rounds);
+      char line[256];
+      std::snprintf(line, sizeof line, "%-26s %12.1f %16.1f %14.2f %14s\n", m.name.c_str(), t * 1e3, per_step / 1e6,
+                    per_step / min_bytes, bound > 0 ? std::to_string(t / bound).substr(0, 5).c_str() : "-");
+      std::fputs(line, stdout);
+      char js[256];
+      std::snprintf(js, sizeof js, "%s    {\"name\": \"%s\", \"seconds\": %.6f, \"crossed_bytes\": %.0f}",
+                    rows.empty() ? "" : ",\n", m.name.c_str(), t, per_step);
+      rows += js;
+    }
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << "{\n  \"benchmark\": \"cluster_allreduce\",\n  \"ranks\": " << size << ",\n  \"hosts\": " << hosts
+          << ",\n  \"bytes\": " << static_cast<long long>(bytes) << ",\n  \"link_gbit\": " << link_gbit
+          << ",\n  \"least_crossed_bytes\": " << min_bytes << ",\n  \"least_seconds\": " << bound
+          << ",\n  \"rows\": [\n" << rows << "\n  ]\n}\n";
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,49 @@
+// The gradient set the benchmarks reduce: names and shapes from a file (benchmarks/data), zero-filled
+// float32 tensors (a sum of zeros stays finite however many steps run).
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+// Lines "name 64x3x7x7"; '#' starts a comment line.
+inline std::vector<Tensor> read_gradient_set(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) {
+    std::cerr << "cannot read " << path << "\n";
+    std::exit(2);
+  }
+  std::vector<Tensor> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    Tensor t;
+    std::string dims;
+    s >> t.name >> dims;
+    int64_t n = 1;
+    std::istringstream d(dims);
+    std::string part;
+    while (std::getline(d, part, 'x')) {
+      t.shape.push_back(std::stoll(part));
+      n *= t.shape.back();
+    }
+    t.data.assign(static_cast<size_t>(n), 0.0f);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace bench

@@ -1,0 +1,114 @@
+#!/bin/sh
+# Brings up H emulated hosts on this machine (network namespaces joined by a bridge, each with its
+# own hostname and /dev/shm), runs a command across them, and tears everything down on exit, also on
+# failure or Ctrl-C.
+#
+#   tests/cluster/cluster.sh [--hosts H] [--rate-mbit MBIT] [--delay DELAY] -- COMMAND [ARGS...]
+#
+# --rate-mbit caps every host's link at MBIT Mbit/s each way (tc tbf); --delay adds latency each
+# way (tc netem, e.g. --delay 1ms; not every kernel has netem). COMMAND runs in the root namespace
+# with these variables set:
+#   CLUSTER_HOSTS   the host names, comma separated (e.g. kc5-1,kc5-2)
+#   CLUSTER_AGENT   the rsh agent that runs a command on a host (for mpirun's plm_rsh_agent, or
+#                        kolorun's --rsh-agent)
+#   CLUSTER_SUBNET  the hosts' subnet (for btl_tcp_if_include / oob_tcp_if_include, or kolorun's
+#                        --network-interface)
+#   CLUSTER_MPIRUN_ARGS  all of the above as mpirun options (add -np and -H)
+# Needs root and iproute2 (ip netns, tc); without them it says so and exits 77, which ctest reports as
+# a skip.
+set -eu
+
+hosts=2 rate="" delay=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hosts) hosts=$2; shift 2 ;;
+    --rate-mbit) rate=$2; shift 2 ;;
+    --delay) delay=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "usage: $0 [--hosts H] [--rate-mbit MBIT] [--delay DELAY] -- COMMAND [ARGS...]" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "cluster.sh: no command given" >&2; exit 2; }
+
+skip() { echo "cluster.sh: skipping: $*" >&2; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "emulating hosts needs root (network namespaces); run as root"
+command -v ip >/dev/null 2>&1 || skip "iproute2's ip is not installed (apt-get install iproute2)"
+command -v unshare >/dev/null 2>&1 || skip "unshare (util-linux) is not installed"
+if [ -n "$rate$delay" ] && ! command -v tc >/dev/null 2>&1; then skip "tc (iproute2) is not installed"; fi
+
+# Names and addresses unique to this run, so runs side by side do not collide. Only addresses of the
+# namespaces made here are ever used.
+id=$(( $$ % 200 + 20 ))
+prefix="kc$id"
+bridge="${prefix}br"
+subnet="10.231.$id.0/24"
+work_dir=$(mktemp -d /var/tmp/kolo-cluster.XXXXXX)  # not /tmp: Open MPI's session files live there
+hosts_marker="# kolo-cluster $prefix"
+
+cleanup() {
+  status=$?
+  trap - EXIT INT TERM
+  for i in $(seq 1 "$hosts"); do
+    ns="$prefix-$i"
+    if ip netns list 2>/dev/null | grep -qw "$ns"; then
+      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+      ip netns del "$ns" 2>/dev/null || true
+    fi
+    ip link del "${prefix}v$i" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  if grep -q "$hosts_marker" /etc/hosts 2>/dev/null; then
+    grep -v "$hosts_marker" /etc/hosts > "$work_dir/hosts" && cat "$work_dir/hosts" > /etc/hosts
+  fi
+  rm -rf "$work_dir"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ip link add "$bridge" type bridge
+ip addr add "10.231.$id.254/24" dev "$bridge"
+ip link set "$bridge" up
+names=""
+for i in $(seq 1 "$hosts"); do
+  ns="$prefix-$i" veth="${prefix}v$i" address="10.231.$id.$i"
+  ip netns add "$ns"
+  ip link add "$veth" type veth peer name eth0 netns "$ns"
+  ip link set "$veth" master "$bridge" up
+  ip netns exec "$ns" ip addr add "$address/24" dev eth0
+  ip netns exec "$ns" ip link set eth0 up
+  ip netns exec "$ns" ip link set lo up
+  # Both directions: into the host on its bridge side, out of it inside.
+  for side in "" "ip netns exec $ns"; do
+    dev=$veth
+    [ -z "$side" ] || dev=eth0
+    if [ -n "$delay" ]; then
+      $side tc qdisc add dev "$dev" root handle 1: netem delay "$delay" ||
+        { echo "cluster.sh: tc netem failed (this kernel may lack sch_netem); --delay needs it" >&2; exit 1; }
+      parent="parent 1:1"
+    else
+      parent="root"
+    fi
+    # tbf's bucket holds 10 ms of traffic (at least 64 KB), so the rate holds without starving TCP.
+    [ -z "$rate" ] || $side tc qdisc add dev "$dev" $parent handle 10: tbf rate "${rate}mbit" \
+      burst $(( rate * 1250 > 65536 ? rate * 1250 : 65536 )) latency 50ms
+  done
+  echo "$address $ns $hosts_marker" >> /etc/hosts
+  names="${names:+$names,}$ns"
+done
+
+# The rsh agent: Open MPI calls it as `agent [options] HOST COMMAND...`, like ssh.
+agent="$work_dir/agent"
+cat > "$agent" <<'AGENT'
+#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
+host=$1; shift
+# Its own hostname and /dev/shm: Open MPI's shared-memory transport would otherwise mix hosts up.
+exec ip netns exec "$host" unshare --uts --mount /bin/sh -c "hostname $host; mount -t tmpfs none /dev/shm; $*"
+AGENT
+chmod +x "$agent"
+
+export CLUSTER_HOSTS="$names" CLUSTER_AGENT="$agent" CLUSTER_SUBNET="$subnet"
+export CLUSTER_MPIRUN_ARGS="--mca plm_rsh_agent $agent --mca btl_tcp_if_include $subnet --mca oob_tcp_if_include $subnet"
+"$@"

@@ -1,0 +1,104 @@
+"""Real multi-host jobs on emulated hosts (tests/cluster/cluster.sh): 2 hosts x 2 ranks.
+
+Run by ctest (KOLO_BUILD_DIR set), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/cluster
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
+CLUSTER = str(HERE / "cluster.sh")
+
+if os.geteuid() != 0:
+    pytest.skip("emulated hosts need root (network namespaces)", allow_module_level=True)
+if shutil.which("ip") is None or shutil.which("unshare") is None:
+    pytest.skip("emulated hosts need iproute2's ip and util-linux's unshare", allow_module_level=True)
+
+# Hosts fill in order: ranks 0-1 on the first, 2-3 on the second.
+HOSTS = '"$(echo $CLUSTER_HOSTS | sed "s/,/:2,/g"):2"'
+
+
+def running(pid, grace=5.0):
+    """Whether a process still runs after a grace period; a killed one may linger a moment unreaped."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            state = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def on_cluster(shell_command, timeout=300, env=None):
+    """Runs a shell command with the cluster up (its variables set), then tears the cluster down."""
+    job = subprocess.run([CLUSTER, "--hosts", "2", "--", "sh", "-c", shell_command], capture_output=True, text=True,
+                         timeout=timeout, env=env or os.environ.copy())
+    if job.returncode == 77:
+        pytest.skip(job.stderr.strip())
+    return job
+
+
+def test_every_collective_is_exact_across_hosts_flat_and_hierarchical():
+    # The whole MPI suite, on 2 hosts: topology (local and cross ranks), every op and dtype, the
+    # hierarchical allreduce and allgather (now crossing hosts for real) against the flat results.
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 4 -H %s --map-by slot -x CLUSTER_HOST_COUNT=2 %s"
+                     % (HOSTS, BUILD / "tests" / "kolo_mpi_tests"), env=dict(os.environ, CLUSTER_HOST_COUNT="2"))
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_the_pytorch_example_trains_across_hosts_with_kolorun():
+    command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET "
+               "--hierarchical-allreduce %s %s"
+               % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, ROOT / "examples" / "pytorch" / "digits_kolo.py"))
+    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    accuracy = float(job.stdout.strip().splitlines()[-1].rsplit(" ", 1)[1])
+    assert accuracy >= 0.96, job.stdout  # as on one host: the global batch is the same
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_a_rank_killed_on_one_host_ends_the_job_on_every_host(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, signal, sys, time, torch\n"
+        "import kolo.torch as kolo\n"
+        "kolo.init()\n"
+        "open(os.path.join(sys.argv[1], 'pid.%d' % kolo.rank()), 'w').write(str(os.getpid()))\n"
+        "for step in range(100000):\n"
+        "    if step == 20 and kolo.rank() == 3:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    kolo.allreduce(torch.ones(1000), name='grad')\n"
+        "    time.sleep(0.01)\n")
+    command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET %s %s %s"
+               % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, script, tmp_path))
+    start = time.monotonic()
+    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    elapsed = time.monotonic() - start
+    assert job.returncode != 0
+    assert elapsed < 90, "the job took %.0f s to end" % elapsed
+    assert re.search(r"process rank 3 with PID \d+ on node \S+-2 exited on signal 9 \(Killed\)", job.stderr), job.stderr
+    pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
+    assert len(pids) == 4
+    assert not [p for p in pids if running(p)], "a rank outlived the job"
+
+
+def test_cluster_is_torn_down_after_a_failing_command():
+    job = on_cluster("echo $CLUSTER_HOSTS; exit 5")
+    assert job.returncode == 5
+    names = job.stdout.strip().split(",")
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(n in listed for n in names)
+    assert not any(n in open("/etc/hosts").read() for n in names)
