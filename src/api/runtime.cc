@@ -56,6 +56,7 @@ Status Runtime::init(const Settings& overrides) {
     if (!s.ok()) return s;
   }
 
+  resolve_layout_defaults(topo.cross_size > 1, &config);
   const CpuTuning tuning{config.segment_bytes, config.zero_copy_bytes};
   auto registry = std::make_unique<CollectiveRegistry>();
   // Hierarchical allreduce splits each host's share into one block per local rank, so every host

@@ -28,12 +28,12 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_STALL_SHUTDOWN_SECONDS", "0",
        "Fail such ops on every rank after this long; 0 waits forever."},
       {"KOLO_LOG_LEVEL", "warning", "trace, debug, info, warning or error."},
-      {"KOLO_SEGMENT_BYTES", "4194304",
-       "CPU collectives run in segments of this size (4 MiB) so that each stays in cache; 0 runs "
-       "each fused buffer as one MPI call."},
-      {"KOLO_ZERO_COPY_BYTES", "262144",
-       "CPU allreduce reduces a tensor of at least this size (256 KiB) where it lies instead of "
-       "copying it through the fusion buffer; 0 copies every fused tensor."},
+      {"KOLO_SEGMENT_BYTES", "auto",
+       "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache), 32 MiB "
+       "when the job spans hosts (fewer network round trips); 0 runs each fused buffer as one MPI call."},
+      {"KOLO_ZERO_COPY_BYTES", "auto",
+       "CPU allreduce reduces a tensor of at least this size where it lies instead of copying it "
+       "through the fusion buffer: 256 KiB on one host, 8 MiB across hosts; 0 copies every fused tensor."},
       {"KOLO_HIERARCHICAL_ALLREDUCE", "0",
        "1: allreduce inside each host first (reduce-scatter), then across hosts among ranks of the same "
        "local rank, then inside each host again (allgather). Needs the same number of ranks on every host."},
@@ -144,6 +144,11 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   if (!p.status().ok()) return p.status();
   *config = c;
   return Status::OK();
+}
+
+void resolve_layout_defaults(bool spans_hosts, Config* config) {
+  if (config->segment_bytes == Config::kAuto) config->segment_bytes = spans_hosts ? 32ll << 20 : 4ll << 20;
+  if (config->zero_copy_bytes == Config::kAuto) config->zero_copy_bytes = spans_hosts ? 8ll << 20 : 256ll << 10;
 }
 
 Status config_from_environment(const Settings& overrides, Config* config,

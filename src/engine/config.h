@@ -20,8 +20,10 @@ struct Config {
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;
   LogLevel log_level = LogLevel::kWarning;
-  int64_t segment_bytes = 4ll << 20;
-  int64_t zero_copy_bytes = 256ll << 10;
+  // kAuto: chosen by the job's layout (resolve_layout_defaults).
+  static constexpr int64_t kAuto = -1;
+  int64_t segment_bytes = kAuto;
+  int64_t zero_copy_bytes = kAuto;
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
 };
@@ -38,6 +40,11 @@ const std::vector<SettingInfo>& known_settings();
 // variable and what it accepts.
 using SettingLookup = std::function<const char*(const std::string& name)>;
 Status parse_config(const SettingLookup& lookup, Config* config);
+
+// Fills in the settings left to the job's layout. On one host, small pieces win: 4 MiB segments
+// stay in cache and tensors from 256 KiB are reduced where they lie. Across hosts each MPI call
+// costs network round trips, so fewer, larger ones win: 32 MiB segments, zero copy from 8 MiB.
+void resolve_layout_defaults(bool spans_hosts, Config* config);
 
 // Reads the process environment, with `overrides` taking precedence. KOLO_* names that kolo does not
 // know (typos, most likely) are returned in `unknown_names` for the caller to warn about.

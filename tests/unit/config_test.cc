@@ -28,8 +28,24 @@ TEST(Config, Defaults) {
   EXPECT_EQ(c.stall_check_seconds, 60.0);
   EXPECT_EQ(c.stall_shutdown_seconds, 0.0);
   EXPECT_EQ(c.log_level, LogLevel::kWarning);
-  EXPECT_EQ(c.segment_bytes, 4 << 20);
-  EXPECT_EQ(c.zero_copy_bytes, 256 << 10);
+  EXPECT_EQ(c.segment_bytes, Config::kAuto);
+  EXPECT_EQ(c.zero_copy_bytes, Config::kAuto);
+}
+
+TEST(Config, LayoutDefaultsDependOnWhetherTheJobSpansHosts) {
+  Config one_host, hosts;
+  resolve_layout_defaults(false, &one_host);
+  EXPECT_EQ(one_host.segment_bytes, 4 << 20);
+  EXPECT_EQ(one_host.zero_copy_bytes, 256 << 10);
+  resolve_layout_defaults(true, &hosts);
+  EXPECT_EQ(hosts.segment_bytes, 32 << 20);
+  EXPECT_EQ(hosts.zero_copy_bytes, 8 << 20);
+  Config set;  // what the user set stays
+  set.segment_bytes = 0;
+  set.zero_copy_bytes = 1024;
+  resolve_layout_defaults(true, &set);
+  EXPECT_EQ(set.segment_bytes, 0);
+  EXPECT_EQ(set.zero_copy_bytes, 1024);
 }
 
 TEST(Config, ReadsEveryValue) {
