@@ -3,7 +3,7 @@
 // and the time, each against the least an allreduce must send across and the time that takes at the
 // link's rate. Meant for the emulated cluster (tests/cluster/cluster.sh with --rate-mbit):
 //
-//   tests/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4 \
+//   tests/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4
 //       -H ...:2,...:2 build/benchmarks/cluster_allreduce --interface eth0 --link-gbit 1'
 //
 // An allreduce of S bytes over H hosts must send at least 2S(H-1)/H out of every host (each host's
@@ -22,18 +22,9 @@
 #include "gradient_set.h"
 #include "kolo/kolo.h"
 
-#ifndef KOLO_RESNET50_SHAPES
-#define KOLO_RESNET50_SHAPES "benchmarks/data/resnet50_grad_shapes.txt"
-#endif
+using bench::check;
 
 namespace {
-
-void check(const kolo::Status& s) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.to_string().c_str());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
 
 // Bytes this host has sent on `iface` (its link to the other hosts).
 long long sent_bytes(const std::string& iface) {

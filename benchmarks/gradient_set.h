@@ -2,6 +2,8 @@
 // float32 tensors (a sum of zeros stays finite however many steps run).
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -10,7 +12,21 @@
 #include <string>
 #include <vector>
 
+#include "kolo/kolo.h"
+
+#ifndef KOLO_RESNET50_SHAPES
+#define KOLO_RESNET50_SHAPES "benchmarks/data/resnet50_grad_shapes.txt"
+#endif
+
 namespace bench {
+
+// Ends the job when a kolo call fails: a benchmark has nothing to recover to.
+inline void check(const kolo::Status& s) {
+  if (!s.ok()) {
+    std::cerr << s.to_string() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
 
 struct Tensor {
   std::string name;

@@ -18,20 +18,7 @@
 #include "gradient_set.h"
 #include "kolo/kolo.h"
 
-#ifndef KOLO_RESNET50_SHAPES
-#define KOLO_RESNET50_SHAPES "benchmarks/data/resnet50_grad_shapes.txt"
-#endif
-
-namespace {
-
-void check(const kolo::Status& s) {
-  if (!s.ok()) {
-    std::cerr << s.to_string() << "\n";
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
-
-}  // namespace
+using bench::check;
 
 int main(int argc, char** argv) {
   int provided = 0;

@@ -22,18 +22,9 @@
 #include "gradient_set.h"
 #include "kolo/kolo.h"
 
-#ifndef KOLO_RESNET50_SHAPES
-#define KOLO_RESNET50_SHAPES "benchmarks/data/resnet50_grad_shapes.txt"
-#endif
+using bench::check;
 
 namespace {
-
-void check(const kolo::Status& s) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.to_string().c_str());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
 
 using Clock = std::chrono::steady_clock;
 
