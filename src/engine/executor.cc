@@ -16,8 +16,10 @@ Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, Handl
       fusion_threshold_bytes_(fusion_threshold_bytes) {}
 
 void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles) {
-  if (entry->on_done) entry->on_done(status);
-  handles->complete(entry->handle, status, std::move(entry->result));
+  // A local failure deferred until the collective was done (see allocate_output) is the op's.
+  const Status& final_status = status.ok() ? entry->deferred_error : status;
+  if (entry->on_done) entry->on_done(final_status);
+  handles->complete(entry->handle, final_status, std::move(entry->result));
 }
 
 void Executor::run(const std::vector<Response>& responses, double agreed_at, bool joined) {

@@ -237,6 +237,34 @@ TEST(Allgather, FailingAllocatorFailsTheOpNamingTheTensor) {
   EXPECT_EQ(s.message(), "allocating the output of tensor 'alloc.fails': pool exhausted");
 }
 
+// The ranks agreed to run the allgather before rank 0's allocator failed: rank 0 must still take
+// part, or the ranks' collectives fall out of step and the next op hangs.
+TEST(Allgather, AllocatorFailingOnOneRankFailsThereOnlyAndKoloGoesOn) {
+  Buffer in(DataType::kInt32, {2});
+  for (size_t i = 0; i < in.size(); ++i) in.set(i, rank() * 2 + static_cast<int>(i));
+  std::vector<int32_t> memory(2 * size());
+  SizedOutputOptions o;
+  o.allocate = [&memory](const std::vector<int64_t>&, TensorView* out) {
+    if (rank() == 0) return Status::Internal("pool exhausted");
+    out->data = memory.data();
+    return Status::OK();
+  };
+  Output out;
+  Status s = allgather("alloc.fails.on.0", in.view(), &out, o);
+  if (rank() == 0) {
+    EXPECT_EQ(s.message(), "allocating the output of tensor 'alloc.fails.on.0': pool exhausted");
+  } else {
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (int i = 0; i < 2 * size(); ++i) EXPECT_EQ(memory[i], i);
+  }
+  Buffer next(DataType::kFloat32, {3});
+  for (size_t i = 0; i < next.size(); ++i) next.set(i, 1);
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  ASSERT_TRUE(allreduce("after.alloc.fails", next.view(), next.view(), sum).ok());
+  for (size_t i = 0; i < next.size(); ++i) EXPECT_EQ(next.get(i), size());
+}
+
 TEST(Broadcast, FromEveryRootInPlaceAndOut) {
   for (int root = 0; root < size(); ++root) {
     for (DataType dtype : testing::all_dtypes()) {
