@@ -1,0 +1,23 @@
+"""kolo for JAX: data-parallel training across processes and hosts.
+
+    import kolo.jax as kolo
+    kolo.init()
+    params = kolo.broadcast_variables(params, root_rank=0)
+    ...
+    @jax.jit
+    def train_step(params, batch):
+        grads = jax.grad(loss)(params, batch)
+        grads = kolo.allreduce(grads)          # averaged over ranks, inside the compiled step
+        ...
+
+Collectives take arrays or whole pytrees (one fused request per call) and work both inside
+jax.jit (as XLA custom calls, on the buffers XLA owns) and on concrete arrays outside it.
+"""
+from kolo._core import (KoloError, KoloValueError, cross_rank, cross_size, init, is_initialized, local_rank,
+                        local_size, mpi_threads_supported, rank, shutdown, size)
+from kolo.jax.collectives import (Average, Max, Min, Product, Sum, allgather, allreduce, barrier, broadcast,
+                                  broadcast_variables)
+
+__all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
+           "cross_rank", "mpi_threads_supported", "allreduce", "allgather", "broadcast", "broadcast_variables",
+           "barrier", "Sum", "Average", "Min", "Max", "Product", "KoloError", "KoloValueError"]

@@ -1,0 +1,168 @@
+"""kolo's collectives on JAX arrays and pytrees, inside jax.jit and outside it.
+
+A pytree travels as one XLA custom call with every leaf as a buffer: kolo enqueues the leaves
+together, negotiates them in one round and fuses them into few collectives. Each leaf goes under a
+name built from the call's name and the leaf's path in the tree (``grads['dense']['kernel']``), the
+name kolo's errors give. Outside jit the call runs at once on the concrete arrays and raises
+KoloError on failure; inside jit it is part of the compiled program and fails it with XLA's
+JaxRuntimeError, whose message is kolo's.
+"""
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kolo import _core
+from kolo._core import KoloError, KoloValueError
+from kolo.jax import _ffi
+
+Sum, Average, Min, Max, Product = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT
+
+_SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.int32, jnp.int64, jnp.float16, jnp.bfloat16,
+                                          jnp.float32, jnp.float64))
+_SUPPORTED_TEXT = "uint8, int8, int32, int64, float16, bfloat16, float32, float64"
+# Unnamed calls are numbered in call (or trace) order, which is the same on every rank running
+# the same program; pass name= where ranks could trace functions in different orders.
+_counter = itertools.count()
+
+# XLA's status names, as the handlers map kolo's codes to them (src/jax_ffi.cc).
+_CODES = {"INVALID_ARGUMENT": _core.INVALID_ARGUMENT, "FAILED_PRECONDITION": _core.MISMATCH,
+          "ABORTED": _core.ABORTED, "UNIMPLEMENTED": _core.UNSUPPORTED, "DEADLINE_EXCEEDED": _core.TIMEOUT}
+
+
+def _rank():
+    return _core.rank() if _core.is_initialized() else -1
+
+
+def _flatten(tree, name, op):
+    if not _core.is_initialized():
+        raise ValueError("kolo is not initialized: call kolo.jax.init() before %s()" % op)
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    base = "jax.%s.%d" % (op, next(_counter)) if name is None else str(name)
+    leaves, names = [], []
+    for path, leaf in pairs:
+        leaf_name = base + jax.tree_util.keystr(path)
+        if "\n" in leaf_name:
+            raise KoloValueError("tensor %r on rank %d: a name may not contain a newline" % (leaf_name, _rank()),
+                                 _core.INVALID_ARGUMENT)
+        if not isinstance(leaf, jax.Array):
+            leaf = jnp.asarray(leaf)
+        if leaf.dtype not in _SUPPORTED:
+            raise KoloValueError("tensor '%s' on rank %d: input has dtype %s; kolo supports %s"
+                                 % (leaf_name, _rank(), leaf.dtype, _SUPPORTED_TEXT), _core.INVALID_ARGUMENT)
+        leaves.append(leaf)
+        names.append(leaf_name)
+    return base, leaves, names, treedef
+
+
+def _traced(leaves):
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in leaves)
+
+
+def _kolo_error(error):
+    """XLA's error from a failed handler as kolo's: 'FAILED_PRECONDITION: kolo: tensor ...'."""
+    text = str(error)
+    head, sep, message = text.partition("kolo: ")
+    if not sep:
+        return None
+    code = next((c for status, c in _CODES.items() if status in head), _core.INTERNAL)
+    return _core.error_for(code, message.strip())
+
+
+def _call(kind, leaves, results, names, **attributes):
+    call = jax.ffi.ffi_call(_ffi.target(kind), results, has_side_effect=True)
+    if _traced(leaves):
+        return list(call(*leaves, names="\n".join(names), **attributes))
+    try:
+        # Outside jit a collective is done when it returns, as in every other kolo binding.
+        return list(jax.block_until_ready(call(*leaves, names="\n".join(names), **attributes)))
+    except jax.errors.JaxRuntimeError as e:
+        mapped = _kolo_error(e)
+        if mapped is None:
+            raise
+        raise mapped from None
+
+
+def _check_scaling(leaves, names, prescale_factor, postscale_factor):
+    if prescale_factor == 1.0 and postscale_factor == 1.0:
+        return
+    for leaf, leaf_name in zip(leaves, names):
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            raise KoloValueError("tensor '%s' on rank %d: prescale and postscale factors apply to floating-point "
+                                 "tensors only, not %s" % (leaf_name, _rank(), leaf.dtype), _core.INVALID_ARGUMENT)
+
+
+def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces every leaf of `tree` (an array or any pytree of arrays) across ranks and returns a
+    tree of the results. op: Average (the default; integers truncate), Sum, Min, Max or Product.
+    The factors multiply before and after the reduction (floating-point leaves only)."""
+    _, leaves, names, treedef = _flatten(tree, name, "allreduce")
+    if not leaves:
+        return tree
+    if op not in (Sum, Average, Min, Max, Product):
+        raise KoloValueError("tensor '%s' on rank %d: unknown reduce op %r" % (names[0], _rank(), op),
+                             _core.INVALID_ARGUMENT)
+    _check_scaling(leaves, names, prescale_factor, postscale_factor)
+    results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
+    outs = _call("allreduce", leaves, results, names, op=np.int32(op), prescale=np.float64(prescale_factor),
+                 postscale=np.float64(postscale_factor))
+    return jax.tree_util.tree_unflatten(treedef, outs)
+
+
+def allgather(tree, name=None):
+    """Concatenates every leaf's rows (first dimension) across ranks, in rank order. Outside jit
+    the ranks may give different row counts; inside jit the result's shape is fixed when the
+    function is traced, so every rank must give the same shape."""
+    base, leaves, names, treedef = _flatten(tree, name, "allgather")
+    if not leaves:
+        return tree
+    for leaf, leaf_name in zip(leaves, names):
+        if leaf.ndim == 0:
+            raise KoloValueError("tensor '%s' on rank %d: allgather needs at least one dimension (the rows it "
+                                 "concatenates); reshape a scalar to (1,)" % (leaf_name, _rank()),
+                                 _core.INVALID_ARGUMENT)
+    ranks = _core.size()
+    if _traced(leaves):
+        rows = [leaf.shape[0] * ranks for leaf in leaves]
+    else:
+        # Concrete arrays: learn every rank's row counts first, in one small gather.
+        counts = jnp.asarray([leaf.shape[0] for leaf in leaves], jnp.int32)
+        gathered = _call("allgather", [counts], [jax.ShapeDtypeStruct((ranks * len(leaves),), jnp.int32)],
+                         [base + ".rows"], check_rows=np.int32(0))[0]
+        rows = np.asarray(gathered).reshape(ranks, len(leaves)).sum(axis=0).tolist()
+    results = [jax.ShapeDtypeStruct((r,) + tuple(leaf.shape[1:]), leaf.dtype) for r, leaf in zip(rows, leaves)]
+    # Inside jit the handler checks that the ranks' rows agree (the shapes above assume so).
+    return jax.tree_util.tree_unflatten(treedef, _call("allgather", leaves, results, names,
+                                                       check_rows=np.int32(_traced(leaves))))
+
+
+def broadcast(tree, root_rank=0, name=None):
+    """Every leaf of `tree` as it is on `root_rank`, on every rank."""
+    _, leaves, names, treedef = _flatten(tree, name, "broadcast")
+    if not leaves:
+        return tree
+    if not 0 <= int(root_rank) < _core.size():
+        raise KoloValueError("tensor '%s' on rank %d: root_rank %d is not a rank of this job (size %d)"
+                             % (names[0], _rank(), root_rank, _core.size()), _core.INVALID_ARGUMENT)
+    results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
+    return jax.tree_util.tree_unflatten(treedef, _call("broadcast", leaves, results, names,
+                                                       root_rank=np.int32(root_rank)))
+
+
+def broadcast_variables(variables, root_rank=0):
+    """The initial weights (or any pytree of arrays) as `root_rank` has them, on every rank:
+    ``params = kolo.broadcast_variables(params, root_rank=0)``."""
+    return broadcast(variables, root_rank, name="broadcast_variables")
+
+
+def barrier():
+    """Returns once every rank has called it."""
+    handle = _core._C.barrier_async()
+    code, message, _ = _core._C.wait(handle)
+    if code != _core.OK:
+        raise _core.error_for(code, message)
+
+
+__all__ = ["Sum", "Average", "Min", "Max", "Product", "KoloError", "KoloValueError", "allreduce", "allgather",
+           "broadcast", "broadcast_variables", "barrier"]

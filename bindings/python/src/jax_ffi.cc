@@ -1,0 +1,234 @@
+// kolo.jax's XLA FFI handlers: allreduce, allgather and broadcast of a group of buffers, as custom
+// calls inside compiled JAX programs. XLA hands over the device buffers it owns; each is enqueued
+// into kolo's engine under its own name (so a pytree's leaves are negotiated and fused together)
+// and the handler returns once all are done. CPU only for now: kolo's engine has no GPU path yet.
+//
+// Loaded with ctypes (kolo/jax/_ffi.py), which wraps each symbol in a PyCapsule for
+// jax.ffi.register_ffi_target. Uses only kolo's C ABI.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kolo/c_api.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// XLA's element types that kolo reduces, as kolo's dtype codes; -1 for the rest.
+int32_t kolo_dtype_of(ffi::DataType t) {
+  switch (t) {
+    case ffi::DataType::U8: return KOLO_UINT8;
+    case ffi::DataType::S8: return KOLO_INT8;
+    case ffi::DataType::S32: return KOLO_INT32;
+    case ffi::DataType::S64: return KOLO_INT64;
+    case ffi::DataType::F16: return KOLO_FLOAT16;
+    case ffi::DataType::BF16: return KOLO_BFLOAT16;
+    case ffi::DataType::F32: return KOLO_FLOAT32;
+    case ffi::DataType::F64: return KOLO_FLOAT64;
+    default: return -1;
+  }
+}
+
+// A buffer as kolo sees it; holds the shape kolo reads while enqueueing.
+struct View {
+  std::vector<int64_t> shape;
+  kolo_tensor t{};
+  View(const ffi::AnyBuffer& b, int32_t dtype) {
+    auto dims = b.dimensions();
+    shape.assign(dims.begin(), dims.end());
+    t.data = b.untyped_data();
+    t.dtype = dtype;
+    t.ndim = static_cast<int32_t>(shape.size());
+    t.shape = shape.data();
+    t.strides = nullptr;  // XLA's default layout is dense, row-major
+    t.device_type = KOLO_CPU;
+  }
+};
+
+// The group's names arrive as one attribute, one name per line (Python builds them from the
+// pytree's paths, so errors name the leaf).
+std::vector<std::string> split_names(std::string_view joined, size_t count) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (names.size() < count && start <= joined.size()) {
+    size_t end = joined.find('\n', start);
+    if (end == std::string_view::npos) end = joined.size();
+    names.emplace_back(joined.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
+}
+
+// Checks the call's shape: as many results as arguments, names for all, supported dtypes.
+ffi::Error check_group(const ffi::RemainingArgs& args, const ffi::RemainingRets& rets,
+                       const std::vector<std::string>& names, std::vector<int32_t>* dtypes) {
+  if (args.size() != rets.size() || names.size() != args.size()) {
+    return ffi::Error::InvalidArgument("kolo: " + std::to_string(args.size()) + " inputs, " +
+                                       std::to_string(rets.size()) + " outputs and " +
+                                       std::to_string(names.size()) + " names do not match");
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto in = args.get<ffi::AnyBuffer>(i);
+    if (!in.has_value()) return in.error();
+    int32_t dtype = kolo_dtype_of(in->element_type());
+    if (dtype < 0) {
+      return ffi::Error::InvalidArgument("kolo: tensor '" + names[i] + "' on rank " + std::to_string(kolo_rank()) +
+                                         ": XLA element type " +
+                                         std::to_string(static_cast<int>(in->element_type())) +
+                                         " is not one kolo reduces");
+    }
+    dtypes->push_back(dtype);
+  }
+  return ffi::Error::Success();
+}
+
+// kolo's status as XLA's, so that Python can tell a call wrong in itself from a failed op.
+ffi::ErrorCode xla_code_of(int32_t code) {
+  switch (code) {
+    case KOLO_INVALID_ARGUMENT: return ffi::ErrorCode::kInvalidArgument;
+    case KOLO_MISMATCH: return ffi::ErrorCode::kFailedPrecondition;
+    case KOLO_ABORTED: return ffi::ErrorCode::kAborted;
+    case KOLO_UNSUPPORTED: return ffi::ErrorCode::kUnimplemented;
+    case KOLO_TIMEOUT: return ffi::ErrorCode::kDeadlineExceeded;
+    case KOLO_NOT_INITIALIZED: return ffi::ErrorCode::kFailedPrecondition;
+    default: return ffi::ErrorCode::kInternal;
+  }
+}
+
+// Waits for every handle (even after a failure, so none is left behind); the first failure wins.
+// Messages start with "kolo: " so that kolo.jax recognizes them inside XLA's error.
+ffi::Error wait_all(const std::vector<kolo_handle>& handles) {
+  int32_t first = KOLO_OK;
+  std::string message;
+  for (kolo_handle h : handles) {
+    int32_t code = kolo_wait(h, -1.0, nullptr);
+    if (code != KOLO_OK && first == KOLO_OK) {
+      first = code;
+      message = kolo_last_error();
+    }
+  }
+  if (first == KOLO_OK) return ffi::Error::Success();
+  return ffi::Error(xla_code_of(first), "kolo: " + message);
+}
+
+ffi::Error allreduce_impl(std::string_view names_attr, int32_t op, double prescale, double postscale,
+                          ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  auto names = split_names(names_attr, args.size());
+  std::vector<int32_t> dtypes;
+  if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
+  std::vector<kolo_handle> handles;
+  for (size_t i = 0; i < args.size(); ++i) {
+    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
+    View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i]);
+    handles.push_back(kolo_allreduce_async(names[i].c_str(), &in.t, &out.t, op, prescale, postscale, nullptr, nullptr));
+  }
+  return wait_all(handles);
+}
+
+ffi::Error broadcast_impl(std::string_view names_attr, int32_t root_rank, ffi::RemainingArgs args,
+                          ffi::RemainingRets rets) {
+  auto names = split_names(names_attr, args.size());
+  std::vector<int32_t> dtypes;
+  if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
+  std::vector<kolo_handle> handles;
+  for (size_t i = 0; i < args.size(); ++i) {
+    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
+    View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i]);
+    handles.push_back(kolo_broadcast_async(names[i].c_str(), &in.t, &out.t, root_rank, nullptr, nullptr));
+  }
+  return wait_all(handles);
+}
+
+// XLA allocated the allgather's result when the program was traced: every rank's rows times the
+// rank count. kolo's allocation request is answered with that buffer when the shapes agree.
+struct GatherTarget {
+  ffi::AnyBuffer out;
+};
+
+void* gather_into(void* user_data, int32_t ndim, const int64_t* shape) {
+  auto* target = static_cast<GatherTarget*>(user_data);
+  auto dims = target->out.dimensions();
+  bool same = static_cast<size_t>(ndim) == dims.size();
+  for (int32_t d = 0; same && d < ndim; ++d) same = shape[d] == dims[d];
+  return same ? target->out.untyped_data() : nullptr;
+}
+
+// Inside jit every rank must gather the same rows. Each rank's row counts travel alongside the
+// data (negotiated in the same round), so that on a difference every rank fails with the same
+// message, including a rank whose own buffer happened to fit the total.
+ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, kolo_handle h) {
+  kolo_output* out = nullptr;
+  if (kolo_wait(h, -1.0, &out) != KOLO_OK) return ffi::Error(xla_code_of(KOLO_INTERNAL), "kolo: " + std::string(kolo_last_error()));
+  const auto* all = static_cast<const int64_t*>(kolo_output_data(out));
+  const int ranks = kolo_size();
+  std::string message;
+  for (size_t i = 0; i < rows.size() && message.empty(); ++i) {
+    bool equal = true;
+    for (int r = 1; r < ranks; ++r) equal = equal && all[r * rows.size() + i] == all[i];
+    if (equal) continue;
+    message = "allgather of tensor '" + names[i] + "' inside jit: the ranks gave different first dimensions (";
+    for (int r = 0; r < ranks; ++r) {
+      message += (r ? ", " : "") + std::to_string(all[r * rows.size() + i]) + " on rank " + std::to_string(r);
+    }
+    message += "); inside jit every rank must give the same shape (outside jit they may differ)";
+  }
+  kolo_output_free(out);
+  if (message.empty()) return ffi::Error::Success();
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument, "kolo: " + message);
+}
+
+ffi::Error allgather_impl(std::string_view names_attr, int32_t check_rows, ffi::RemainingArgs args,
+                          ffi::RemainingRets rets) {
+  auto names = split_names(names_attr, args.size());
+  std::vector<int32_t> dtypes;
+  if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
+  std::vector<GatherTarget> targets;
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < args.size(); ++i) {
+    targets.push_back({**rets.get<ffi::AnyBuffer>(i)});
+    auto dims = args.get<ffi::AnyBuffer>(i)->dimensions();
+    rows.push_back(dims.size() == 0 ? 0 : dims[0]);
+  }
+  kolo_handle rows_handle = 0;
+  if (check_rows != 0) {
+    const int64_t count = static_cast<int64_t>(rows.size());
+    kolo_tensor t{rows.data(), KOLO_INT64, 1, &count, nullptr, KOLO_CPU, 0, nullptr};
+    rows_handle = kolo_allgather_async((names[0] + ".rows").c_str(), &t, nullptr, nullptr, nullptr, nullptr);
+  }
+  std::vector<kolo_handle> handles;
+  for (size_t i = 0; i < args.size(); ++i) {
+    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
+    handles.push_back(kolo_allgather_async(names[i].c_str(), &in.t, gather_into, &targets[i], nullptr, nullptr));
+  }
+  ffi::Error rows_result = check_rows != 0 ? check_equal_rows(names, rows, rows_handle) : ffi::Error::Success();
+  ffi::Error result = wait_all(handles);
+  return rows_result.failure() ? std::move(rows_result) : std::move(result);
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce, allreduce_impl,
+                              ffi::Ffi::Bind()
+                                  .Attr<std::string_view>("names")
+                                  .Attr<int32_t>("op")
+                                  .Attr<double>("prescale")
+                                  .Attr<double>("postscale")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast, broadcast_impl,
+                              ffi::Ffi::Bind()
+                                  .Attr<std::string_view>("names")
+                                  .Attr<int32_t>("root_rank")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather, allgather_impl,
+                              ffi::Ffi::Bind()
+                                  .Attr<std::string_view>("names")
+                                  .Attr<int32_t>("check_rows")
+                                  .RemainingArgs()
+                                  .RemainingRets());

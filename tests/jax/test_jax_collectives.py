@@ -1,0 +1,155 @@
+"""kolo.jax's collectives on pytrees of float32, bfloat16 and int32 (and the other dtypes), inside
+jax.jit and outside it, with exact expected values; mismatches fail on every rank."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import kolo.jax as kolo
+
+DTYPES = [jnp.float32, jnp.bfloat16, jnp.int32]
+ALL_DTYPES = [jnp.uint8, jnp.int8, jnp.int32, jnp.float16, jnp.bfloat16, jnp.float32]
+
+
+def in_and_out_of_jit(fn):
+    """Runs fn eagerly and compiled; both results must agree."""
+    return [fn, jax.jit(fn)]
+
+
+def tree_for(rank, dtype):
+    # Small integers: every sum, min, max and average below is exact in every dtype.
+    return {"w": jnp.full((3, 2), rank + 1, dtype), "b": [jnp.arange(4, dtype=dtype) + rank, jnp.asarray(rank, dtype)]}
+
+
+def assert_tree_equal(actual, expected):
+    assert jax.tree_util.tree_structure(actual) == jax.tree_util.tree_structure(expected)
+    for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(e, np.float64))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("jit", [False, True])
+def test_allreduce_sum_min_max(rank, size, dtype, jit):
+    ranks = np.arange(size)
+    for op, w, b0, b1 in [(kolo.Sum, (ranks + 1).sum(), ranks.sum(), ranks.sum()),
+                          (kolo.Min, 1, 0, 0), (kolo.Max, size, size - 1, size - 1)]:
+        fn = lambda t, op=op: kolo.allreduce(t, op=op)  # noqa: E731
+        out = (jax.jit(fn) if jit else fn)(tree_for(rank, dtype))
+        scale = size if op == kolo.Sum else 1
+        expected = {"w": jnp.full((3, 2), w, dtype), "b": [jnp.arange(4, dtype=dtype) * scale + b0, jnp.asarray(b1, dtype)]}
+        assert_tree_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("jit", [False, True])
+def test_allreduce_average(rank, size, dtype, jit):
+    fn = kolo.allreduce  # Average is the default
+    out = (jax.jit(fn) if jit else fn)(tree_for(rank, dtype))
+    total = np.arange(size).sum()
+    if jnp.issubdtype(dtype, jnp.integer):
+        w, b, s = (total + size) // size, np.arange(4) + total // size, total // size  # integers truncate
+    else:
+        w, b, s = (total + size) / size, np.arange(4) + total / size, total / size
+    assert_tree_equal(out, {"w": jnp.full((3, 2), w, dtype), "b": [jnp.asarray(b, dtype), jnp.asarray(s, dtype)]})
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_allreduce_every_dtype(rank, size, dtype):
+    out = jax.jit(lambda x: kolo.allreduce(x, op=kolo.Sum))(jnp.full((5,), rank + 1, dtype))
+    assert_tree_equal(out, jnp.full((5,), size * (size + 1) // 2, dtype))
+
+
+def test_allreduce_scaling(rank, size):
+    x = jnp.full((4,), float(rank + 1), jnp.float32)
+    out = jax.jit(lambda t: kolo.allreduce(t, op=kolo.Sum, prescale_factor=2.0, postscale_factor=0.5))(x)
+    assert_tree_equal(out, jnp.full((4,), float(size * (size + 1) // 2), jnp.float32))
+
+
+def test_allreduce_names_a_leaf_by_its_path(rank, size):
+    grads = {"dense": {"kernel": jnp.ones((2, 2)), "bias": jnp.ones((2 + (rank if size > 1 else 0),))}}
+    if size == 1:
+        pytest.skip("a mismatch needs two ranks")
+    with pytest.raises(kolo.KoloError) as e:
+        kolo.allreduce(grads, name="grads")
+    assert "Mismatched shape for tensor 'grads['dense']['bias']'" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allgather_different_rows_outside_jit(rank, size, dtype):
+    tree = {"x": jnp.full((rank + 1, 2), rank, dtype), "y": jnp.arange(rank + 2, dtype=dtype)}
+    out = kolo.allgather(tree)
+    xs = np.concatenate([np.full((r + 1, 2), r) for r in range(size)])
+    ys = np.concatenate([np.arange(r + 2) for r in range(size)])
+    assert_tree_equal(out, {"x": jnp.asarray(xs, dtype), "y": jnp.asarray(ys, dtype)})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allgather_inside_jit(rank, size, dtype):
+    out = jax.jit(kolo.allgather)([jnp.full((2, 3), rank, dtype)])
+    assert_tree_equal(out, [jnp.asarray(np.repeat(np.arange(size), 2)[:, None] * np.ones((1, 3)), dtype)])
+
+
+def test_allgather_inside_jit_needs_equal_rows(rank, size):
+    if size == 1:
+        pytest.skip("needs two ranks")
+    with pytest.raises(jax.errors.JaxRuntimeError) as e:
+        jax.block_until_ready(jax.jit(lambda x: kolo.allgather(x, name="rows"))(jnp.ones((rank + 1, 2))))
+    rows = ", ".join("%d on rank %d" % (r + 1, r) for r in range(size))
+    assert "allgather of tensor 'rows' inside jit: the ranks gave different first dimensions (" + rows in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("jit", [False, True])
+def test_broadcast_from_every_root(rank, size, dtype, jit):
+    for root in range(size):
+        fn = lambda t, root=root: kolo.broadcast(t, root_rank=root)  # noqa: E731
+        out = (jax.jit(fn) if jit else fn)(tree_for(rank, dtype))
+        assert_tree_equal(out, tree_for(root, dtype))
+
+
+def test_broadcast_variables(rank):
+    params = {"w": jnp.full((2, 2), float(rank)), "step": jnp.asarray(rank, jnp.int32)}
+    assert_tree_equal(kolo.broadcast_variables(params, root_rank=0),
+                      {"w": jnp.zeros((2, 2)), "step": jnp.asarray(0, jnp.int32)})
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_mismatched_shape_fails_on_every_rank(rank, size, jit):
+    if size == 1:
+        pytest.skip("a mismatch needs two ranks")
+    fn = lambda t: kolo.allreduce(t, name="mismatch")  # noqa: E731
+    error = kolo.KoloError if not jit else jax.errors.JaxRuntimeError
+    with pytest.raises(error) as e:
+        jax.block_until_ready((jax.jit(fn) if jit else fn)(jnp.ones((3 + rank,))))
+    shapes = ", ".join("[%d] on rank %d" % (3 + r, r) for r in range(size))
+    assert "Mismatched shape for tensor 'mismatch' (allreduce): " + shapes in str(e.value)
+    # kolo goes on working afterwards.
+    assert_tree_equal(kolo.allreduce(jnp.ones(2), op=kolo.Sum), jnp.full((2,), float(size)))
+
+
+def test_mismatched_dtype_fails_on_every_rank(rank, size):
+    if size == 1:
+        pytest.skip("a mismatch needs two ranks")
+    with pytest.raises(kolo.KoloError) as e:
+        kolo.allreduce(jnp.ones(3, jnp.float32 if rank == 0 else jnp.int32), name="dtypes")
+    others = "rank 1" if size == 2 else "ranks 1-%d" % (size - 1)
+    assert str(e.value) == "Mismatched dtype for tensor 'dtypes' (allreduce): float32 on rank 0, int32 on %s." % others
+
+
+def test_bad_input_raises_at_once_naming_tensor_and_rank(rank):
+    with pytest.raises(kolo.KoloValueError) as e:
+        kolo.allreduce({"flags": jnp.ones(3, bool)}, name="t")
+    assert str(e.value).startswith("tensor 't['flags']' on rank %d: input has dtype bool; kolo supports" % rank)
+    with pytest.raises(kolo.KoloValueError, match="floating-point tensors only"):
+        kolo.allreduce(jnp.ones(3, jnp.int32), prescale_factor=2.0)
+    with pytest.raises(kolo.KoloValueError, match="at least one dimension"):
+        kolo.allgather(jnp.float32(1.0))
+    with pytest.raises(kolo.KoloValueError, match="root_rank 99 is not a rank"):
+        kolo.broadcast(jnp.ones(2), root_rank=99)
+
+
+def test_empty_tree_and_scalars(rank, size):
+    assert kolo.allreduce({}) == {}
+    assert_tree_equal(kolo.allreduce(jnp.float32(rank), op=kolo.Max), jnp.float32(size - 1))
+    kolo.barrier()
