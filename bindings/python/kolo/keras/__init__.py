@@ -1,0 +1,21 @@
+"""kolo for Keras 3 (JAX backend), with Horovod's Keras names:
+
+    import keras
+    import kolo.keras as kolo
+    kolo.init()
+    model.compile(optimizer=kolo.DistributedOptimizer(keras.optimizers.SGD(0.01 * kolo.size())), ...)
+    model.fit(x_shard, y_shard, callbacks=[kolo.BroadcastGlobalVariablesCallback(0),
+                                           kolo.MetricAverageCallback()], verbose=kolo.rank() == 0)
+"""
+from kolo._core import (KoloError, KoloValueError, cross_rank, cross_size, init, is_initialized, local_rank,
+                        local_size, mpi_threads_supported, rank, shutdown, size)
+from kolo.keras.callbacks import (BroadcastGlobalVariablesCallback, LearningRateWarmupCallback,
+                                  MetricAverageCallback)
+from kolo.keras.compression import Compression
+from kolo.keras.optimizer import DistributedOptimizer
+from kolo.jax.collectives import Average, Sum, allgather, allreduce, barrier, broadcast, broadcast_variables
+
+__all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
+           "cross_rank", "mpi_threads_supported", "DistributedOptimizer", "BroadcastGlobalVariablesCallback",
+           "MetricAverageCallback", "LearningRateWarmupCallback", "Compression", "Average", "Sum", "allreduce",
+           "allgather", "broadcast", "broadcast_variables", "barrier", "KoloError", "KoloValueError"]
