@@ -42,12 +42,20 @@ class CMakeBuild(build_ext):
             "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
         ] + pybind11_dir)
         jobs = str(os.cpu_count() or 2)
-        subprocess.check_call([cmake, "--build", str(build), "-j", jobs, "--target", "kolo_python_C", "kolorun"])
+        targets = ["kolo_python_C", "kolorun"]
+        # kolo.jax's XLA handlers, when this Python has jax (its jaxlib ships the headers).
+        with_jax = subprocess.call([sys.executable, "-c", "import jax.ffi"], stderr=subprocess.DEVNULL) == 0
+        if with_jax:
+            targets.append("kolo_jax_ffi")
+        subprocess.check_call([cmake, "--build", str(build), "-j", jobs, "--target", *targets])
         package_dir.mkdir(parents=True, exist_ok=True)
         for built in (build / "python" / "kolo").glob("_C*.so"):
             shutil.copy2(built, package_dir / built.name)
         library = (build / "src" / "libkolo.so").resolve()
         shutil.copy2(library, package_dir / ("libkolo.so.%s" % project_version().split(".")[0]))
+        if with_jax:
+            (package_dir / "jax").mkdir(exist_ok=True)
+            shutil.copy2(build / "python" / "kolo" / "jax" / "libkolo_xla_ffi.so", package_dir / "jax")
         (package_dir / "bin").mkdir(exist_ok=True)
         shutil.copy2(build / "bin" / "kolorun", package_dir / "bin" / "kolorun")
 
@@ -56,6 +64,6 @@ setup(
     version=project_version(),
     ext_modules=[CMakeExtension()],
     cmdclass={"build_ext": CMakeBuild},
-    package_data={"kolo": ["bin/kolorun", "libkolo.so.*"]},
+    package_data={"kolo": ["bin/kolorun", "libkolo.so.*", "jax/libkolo_xla_ffi.so"]},
     zip_safe=False,
 )

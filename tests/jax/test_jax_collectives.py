@@ -153,3 +153,22 @@ def test_empty_tree_and_scalars(rank, size):
     assert kolo.allreduce({}) == {}
     assert_tree_equal(kolo.allreduce(jnp.float32(rank), op=kolo.Max), jnp.float32(size - 1))
     kolo.barrier()
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_broadcast_and_allgather_carry_other_dtypes_as_bits(rank, size, jit):
+    # Keras keeps its seed generators' state in uint32; masks are bool.
+    tree = tree_at(rank)
+    out = (jax.jit(kolo.broadcast, static_argnums=1) if jit else kolo.broadcast)(tree, 0)
+    assert_tree_equal(out, tree_at(0))
+    gathered = (jax.jit(kolo.allgather) if jit else kolo.allgather)(tree)
+    expected = {k: jnp.concatenate([tree_at(r)[k] for r in range(size)]) for k in tree}
+    assert_tree_equal(gathered, expected)
+    with pytest.raises(kolo.KoloValueError, match="input has dtype uint32"):
+        kolo.allreduce(tree["seed"])
+
+
+def tree_at(rank):
+    # uint64 needs jax's x64 mode, off by default: without it the same width is int32 bits.
+    return {"seed": jnp.asarray([2**32 - 1 - rank, rank], jnp.uint32), "mask": jnp.asarray([rank % 2 == 0, True]),
+            "tokens": jnp.asarray([-3 - rank, 7], jnp.int16), "small": jnp.asarray([200 + rank], jnp.uint16)}

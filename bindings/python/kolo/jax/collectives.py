@@ -35,12 +35,36 @@ def _rank():
     return _core.rank() if _core.is_initialized() else -1
 
 
-def _flatten(tree, name, op):
+# Collectives that only move bytes (broadcast, allgather) carry other dtypes as a supported dtype
+# of the same width: Keras' uint32 seed-generator state, boolean masks, int16 tokens.
+_SAME_WIDTH = {1: jnp.dtype(jnp.uint8), 2: jnp.dtype(jnp.float16), 4: jnp.dtype(jnp.int32), 8: jnp.dtype(jnp.int64)}
+
+
+def _as_bits(leaf):
+    if leaf.dtype == jnp.bool_:
+        return leaf.astype(jnp.uint8)
+    carrier = _SAME_WIDTH.get(leaf.dtype.itemsize)
+    if carrier is None or jnp.issubdtype(leaf.dtype, jnp.complexfloating):
+        return None
+    return jax.lax.bitcast_convert_type(leaf, carrier)
+
+
+def _from_bits(leaf, dtype):
+    if dtype is None:
+        return leaf
+    if dtype == jnp.bool_:
+        return leaf.astype(jnp.bool_)
+    return jax.lax.bitcast_convert_type(leaf, dtype)
+
+
+def _flatten(tree, name, op, moves_bytes=False):
+    """The tree's leaves as arrays kolo takes, their names, and for each the dtype it was carried
+    as bits for (None: unchanged)."""
     if not _core.is_initialized():
         raise ValueError("kolo is not initialized: call kolo.jax.init() before %s()" % op)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(tree)
     base = "jax.%s.%d" % (op, next(_counter)) if name is None else str(name)
-    leaves, names = [], []
+    leaves, names, carried = [], [], []
     for path, leaf in pairs:
         leaf_name = base + jax.tree_util.keystr(path)
         if "\n" in leaf_name:
@@ -48,12 +72,18 @@ def _flatten(tree, name, op):
                                  _core.INVALID_ARGUMENT)
         if not isinstance(leaf, jax.Array):
             leaf = jnp.asarray(leaf)
+        original = None
+        if leaf.dtype not in _SUPPORTED and moves_bytes:
+            bits = _as_bits(leaf)
+            if bits is not None:
+                leaf, original = bits, leaf.dtype
         if leaf.dtype not in _SUPPORTED:
             raise KoloValueError("tensor '%s' on rank %d: input has dtype %s; kolo supports %s"
                                  % (leaf_name, _rank(), leaf.dtype, _SUPPORTED_TEXT), _core.INVALID_ARGUMENT)
         leaves.append(leaf)
         names.append(leaf_name)
-    return base, leaves, names, treedef
+        carried.append(original)
+    return base, leaves, names, carried, treedef
 
 
 def _traced(leaves):
@@ -97,7 +127,7 @@ def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor
     """Reduces every leaf of `tree` (an array or any pytree of arrays) across ranks and returns a
     tree of the results. op: Average (the default; integers truncate), Sum, Min, Max or Product.
     The factors multiply before and after the reduction (floating-point leaves only)."""
-    _, leaves, names, treedef = _flatten(tree, name, "allreduce")
+    _, leaves, names, _, treedef = _flatten(tree, name, "allreduce")
     if not leaves:
         return tree
     if op not in (Sum, Average, Min, Max, Product):
@@ -111,10 +141,11 @@ def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor
 
 
 def allgather(tree, name=None):
-    """Concatenates every leaf's rows (first dimension) across ranks, in rank order. Outside jit
+    """Concatenates every leaf's rows (first dimension) across ranks, in rank order. Any dtype
+    that is not complex travels (as bits of the same width where kolo lacks it). Outside jit
     the ranks may give different row counts; inside jit the result's shape is fixed when the
     function is traced, so every rank must give the same shape."""
-    base, leaves, names, treedef = _flatten(tree, name, "allgather")
+    base, leaves, names, carried, treedef = _flatten(tree, name, "allgather", moves_bytes=True)
     if not leaves:
         return tree
     for leaf, leaf_name in zip(leaves, names):
@@ -133,21 +164,22 @@ def allgather(tree, name=None):
         rows = np.asarray(gathered).reshape(ranks, len(leaves)).sum(axis=0).tolist()
     results = [jax.ShapeDtypeStruct((r,) + tuple(leaf.shape[1:]), leaf.dtype) for r, leaf in zip(rows, leaves)]
     # Inside jit the handler checks that the ranks' rows agree (the shapes above assume so).
-    return jax.tree_util.tree_unflatten(treedef, _call("allgather", leaves, results, names,
-                                                       check_rows=np.int32(_traced(leaves))))
+    outs = _call("allgather", leaves, results, names, check_rows=np.int32(_traced(leaves)))
+    return jax.tree_util.tree_unflatten(treedef, [_from_bits(o, d) for o, d in zip(outs, carried)])
 
 
 def broadcast(tree, root_rank=0, name=None):
-    """Every leaf of `tree` as it is on `root_rank`, on every rank."""
-    _, leaves, names, treedef = _flatten(tree, name, "broadcast")
+    """Every leaf of `tree` as it is on `root_rank`, on every rank. Any dtype that is not complex
+    travels (as bits of the same width where kolo lacks it)."""
+    _, leaves, names, carried, treedef = _flatten(tree, name, "broadcast", moves_bytes=True)
     if not leaves:
         return tree
     if not 0 <= int(root_rank) < _core.size():
         raise KoloValueError("tensor '%s' on rank %d: root_rank %d is not a rank of this job (size %d)"
                              % (names[0], _rank(), root_rank, _core.size()), _core.INVALID_ARGUMENT)
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-    return jax.tree_util.tree_unflatten(treedef, _call("broadcast", leaves, results, names,
-                                                       root_rank=np.int32(root_rank)))
+    outs = _call("broadcast", leaves, results, names, root_rank=np.int32(root_rank))
+    return jax.tree_util.tree_unflatten(treedef, [_from_bits(o, d) for o, d in zip(outs, carried)])
 
 
 def broadcast_variables(variables, root_rank=0):
