@@ -7,19 +7,15 @@ of all bytes, and one call per tensor), and the step without any communication.
 """
 import argparse
 import json
-import os
-import statistics
-import time
 
-from mpi4py import MPI  # initializes MPI with MPI_THREAD_MULTIPLE; kolo then uses its own duplicates
+from gradient_set_bench import MPI, SHAPES, median_times, mpi4py_modes, read_shapes  # before kolo: see there
 
 import torch
 
 import kolo.torch as kolo
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--shapes", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
-                                                     "resnet50_grad_shapes.txt"))
+parser.add_argument("--shapes", default=SHAPES)
 parser.add_argument("--steps", type=int, default=10)
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--json", default="")
@@ -30,12 +26,7 @@ comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 torch.set_num_threads(1)
 
-shapes = []
-with open(args.shapes) as f:
-    for line in f:
-        if line.strip() and not line.startswith("#"):
-            name, dims = line.split()
-            shapes.append((name, [int(d) for d in dims.split("x")]))
+shapes = read_shapes(args.shapes)
 # Two copies of the parameters: DistributedOptimizer hooks its own, the local baseline uses the other.
 local_params = [torch.nn.Parameter(torch.zeros(s)) for _, s in shapes]
 kolo_params = [torch.nn.Parameter(torch.zeros(s)) for _, s in shapes]
@@ -52,8 +43,6 @@ local_optimizer = torch.optim.SGD(local_params, lr=0.0)
 kolo_optimizer = kolo.DistributedOptimizer(torch.optim.SGD(kolo_params, lr=0.0),
                                            named_parameters=[(n, p) for (n, _), p in zip(shapes, kolo_params)],
                                            op=kolo.Sum)
-flat = torch.zeros(total).numpy()
-buffers = [torch.zeros(p.shape).numpy() for p in local_params]
 
 
 def local_step():
@@ -68,30 +57,10 @@ def kolo_step():
     kolo_optimizer.step()
 
 
-def mpi_whole():
-    comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
-
-
-def mpi_per_tensor():
-    for b in buffers:
-        comm.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
-
-
-modes = [("backward + step, no communication", local_step), ("kolo DistributedOptimizer (backward + step)", kolo_step),
-         ("mpi4py Allreduce, all bytes in one call", mpi_whole), ("mpi4py Allreduce per tensor", mpi_per_tensor)]
-times = {name: [] for name, _ in modes}
-for _ in range(args.rounds):
-    for name, fn in modes:
-        fn()  # warm-up
-        for _ in range(args.steps):
-            comm.Barrier()
-            start = time.perf_counter()
-            fn()
-            elapsed = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
-            times[name].append(elapsed)
-
+modes = [("backward + step, no communication", local_step), ("kolo DistributedOptimizer (backward + step)", kolo_step)]
+modes += mpi4py_modes(comm, shapes)
+med = median_times(comm, modes, args.rounds, args.steps)
 if rank == 0:
-    med = {name: statistics.median(t) for name, t in times.items()}
     local = med["backward + step, no communication"]
     reference = med["mpi4py Allreduce, all bytes in one call"]
     print("# ResNet-50 gradient set: %d tensors, %d float32 elements (%.1f MB), sum, %d ranks" %

@@ -172,3 +172,16 @@ def tree_at(rank):
     # uint64 needs jax's x64 mode, off by default: without it the same width is int32 bits.
     return {"seed": jnp.asarray([2**32 - 1 - rank, rank], jnp.uint32), "mask": jnp.asarray([rank % 2 == 0, True]),
             "tokens": jnp.asarray([-3 - rank, 7], jnp.int16), "small": jnp.asarray([200 + rank], jnp.uint16)}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_inputs_stay_as_they_were(rank, size, jit):
+    # Results may take their input's buffer inside a compiled step; an array the caller still
+    # holds is copied first, never overwritten.
+    x = {"a": jnp.full((1000,), float(rank + 1)), "b": jnp.full((3,), rank, jnp.int32)}
+    out = (jax.jit(lambda t: kolo.allreduce(t, op=kolo.Sum)) if jit else lambda t: kolo.allreduce(t, op=kolo.Sum))(x)
+    out2 = (jax.jit(lambda t: kolo.broadcast(t, 0)) if jit else lambda t: kolo.broadcast(t, 0))(x)
+    assert_tree_equal(x, {"a": jnp.full((1000,), float(rank + 1)), "b": jnp.full((3,), rank, jnp.int32)})
+    assert_tree_equal(out, {"a": jnp.full((1000,), float(size * (size + 1) // 2)),
+                            "b": jnp.full((3,), size * (size - 1) // 2, jnp.int32)})
+    assert_tree_equal(out2, {"a": jnp.full((1000,), 1.0), "b": jnp.zeros((3,), jnp.int32)})

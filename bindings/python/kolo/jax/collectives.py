@@ -100,8 +100,12 @@ def _kolo_error(error):
     return _core.error_for(code, message.strip())
 
 
-def _call(kind, leaves, results, names, **attributes):
-    call = jax.ffi.ffi_call(_ffi.target(kind), results, has_side_effect=True)
+def _call(kind, leaves, results, names, in_place=False, **attributes):
+    # in_place: each result may take its input's buffer. Inside a compiled step the input is
+    # usually a temporary (a gradient just computed), so XLA hands it over and kolo reduces it
+    # where it lies; where the input is still needed, XLA copies it first.
+    aliases = {i: i for i in range(len(leaves))} if in_place else None
+    call = jax.ffi.ffi_call(_ffi.target(kind), results, has_side_effect=True, input_output_aliases=aliases)
     if _traced(leaves):
         return list(call(*leaves, names="\n".join(names), **attributes))
     try:
@@ -135,7 +139,7 @@ def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor
                              _core.INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-    outs = _call("allreduce", leaves, results, names, op=np.int32(op), prescale=np.float64(prescale_factor),
+    outs = _call("allreduce", leaves, results, names, in_place=True, op=np.int32(op), prescale=np.float64(prescale_factor),
                  postscale=np.float64(postscale_factor))
     return jax.tree_util.tree_unflatten(treedef, outs)
 
@@ -178,7 +182,7 @@ def broadcast(tree, root_rank=0, name=None):
         raise KoloValueError("tensor '%s' on rank %d: root_rank %d is not a rank of this job (size %d)"
                              % (names[0], _rank(), root_rank, _core.size()), _core.INVALID_ARGUMENT)
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-    outs = _call("broadcast", leaves, results, names, root_rank=np.int32(root_rank))
+    outs = _call("broadcast", leaves, results, names, in_place=True, root_rank=np.int32(root_rank))
     return jax.tree_util.tree_unflatten(treedef, [_from_bits(o, d) for o, d in zip(outs, carried)])
 
 

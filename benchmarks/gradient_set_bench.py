@@ -1,0 +1,52 @@
+"""What the Python gradient-set benchmarks share: ResNet-50's gradient shapes, the mpi4py peers on
+host buffers of the same bytes, and the timing of modes in interleaved rounds."""
+import os
+import statistics
+import time
+
+from mpi4py import MPI  # imported before kolo: MPI starts with MPI_THREAD_MULTIPLE; kolo uses its own duplicates
+
+import numpy as np
+
+SHAPES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "resnet50_grad_shapes.txt")
+
+
+def read_shapes(path=SHAPES):
+    """[(name, shape tuple)] from a file of "name 64x3x7x7" lines."""
+    shapes = []
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, dims = line.split()
+                shapes.append((name, tuple(int(d) for d in dims.split("x"))))
+    return shapes
+
+
+def mpi4py_modes(comm, shapes):
+    """The same bytes through mpi4py's Allreduce on host buffers: all in one call, and per tensor."""
+    flat = np.zeros(sum(int(np.prod(s)) for _, s in shapes), np.float32)
+    buffers = [np.zeros(s, np.float32) for _, s in shapes]
+
+    def whole():
+        comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
+
+    def per_tensor():
+        for b in buffers:
+            comm.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
+
+    return [("mpi4py Allreduce, all bytes in one call", whole), ("mpi4py Allreduce per tensor", per_tensor)]
+
+
+def median_times(comm, modes, rounds, steps):
+    """Each mode's median step time (the slowest rank's), over `rounds` rounds that take the modes in
+    turn, so that drift on a shared machine hits every mode alike."""
+    times = {name: [] for name, _ in modes}
+    for _ in range(rounds):
+        for name, fn in modes:
+            fn()  # warm-up
+            for _ in range(steps):
+                comm.Barrier()
+                start = time.perf_counter()
+                fn()
+                times[name].append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+    return {name: statistics.median(t) for name, t in times.items()}
