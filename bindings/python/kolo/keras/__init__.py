@@ -1,4 +1,4 @@
-"""kolo for Keras 3 (JAX backend), with Horovod's Keras names:
+"""kolo for Keras 3 (JAX and TensorFlow backends), with Horovod's Keras names:
 
     import keras
     import kolo.keras as kolo
@@ -13,9 +13,9 @@ from kolo.keras.callbacks import (BroadcastGlobalVariablesCallback, LearningRate
                                   MetricAverageCallback)
 from kolo.keras.compression import Compression
 from kolo.keras.optimizer import DistributedOptimizer
-from kolo.jax.collectives import Average, Sum, allgather, allreduce, barrier, broadcast, broadcast_variables
+from kolo.keras._backend import Average, Sum, allreduce, broadcast
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
            "cross_rank", "mpi_threads_supported", "DistributedOptimizer", "BroadcastGlobalVariablesCallback",
            "MetricAverageCallback", "LearningRateWarmupCallback", "Compression", "Average", "Sum", "allreduce",
-           "allgather", "broadcast", "broadcast_variables", "barrier", "KoloError", "KoloValueError"]
+           "broadcast", "KoloError", "KoloValueError"]

@@ -1,20 +1,44 @@
-"""The collectives kolo.keras needs, for the Keras backend in use."""
+"""The collectives kolo.keras needs, for the Keras backend in use: kolo.jax's custom calls on JAX,
+tf.numpy_function over kolo's host path on TensorFlow (both with kolo.jax's signatures)."""
+import itertools
+
 import keras
+
+from kolo._core import AVERAGE as Average, SUM as Sum
+
+SUPPORTED = ("jax", "tensorflow")
 
 
 def require_supported_backend(what):
     backend = keras.backend.backend()
-    if backend != "jax":
+    if backend not in SUPPORTED:
         raise NotImplementedError(
-            "%s: kolo.keras runs on Keras' JAX backend (set KERAS_BACKEND=jax before importing keras); "
-            "this process uses the %r backend" % (what, backend))
+            "%s: kolo.keras runs on Keras' JAX and TensorFlow backends (set KERAS_BACKEND before importing "
+            "keras); this process uses the %r backend" % (what, backend))
 
 
-def allreduce(tree, name, op, prescale_factor=1.0, postscale_factor=1.0):
-    from kolo.jax import allreduce as jax_allreduce
-    return jax_allreduce(tree, op=op, name=name, prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+def _collectives():
+    if keras.backend.backend() == "tensorflow":
+        from kolo.keras import _tensorflow
+        return _tensorflow
+    from kolo.jax import collectives
+    return collectives
 
 
-def broadcast(tree, root_rank, name):
-    from kolo.jax import broadcast as jax_broadcast
-    return jax_broadcast(tree, root_rank=root_rank, name=name)
+# Unnamed calls are numbered in call order, the same on every rank running the same program.
+_counter = itertools.count()
+
+
+def _named(name, op):
+    return "keras.%s.%d" % (op, next(_counter)) if name is None else str(name)
+
+
+def allreduce(value, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+    """`value` (a tensor, array or nested structure of them) reduced over the ranks: Average or Sum."""
+    return _collectives().allreduce(value, op=op, name=_named(name, "allreduce"), prescale_factor=prescale_factor,
+                                    postscale_factor=postscale_factor)
+
+
+def broadcast(value, root_rank=0, name=None):
+    """`value` as root_rank has it, on every rank."""
+    return _collectives().broadcast(value, root_rank=root_rank, name=_named(name, "broadcast"))

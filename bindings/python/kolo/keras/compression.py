@@ -1,6 +1,8 @@
 """Gradient compression for the trip across ranks, with Horovod's names: Compression.fp16
 sends floating-point gradients in 16 bits and gives them back in their own dtype."""
-import jax.numpy as jnp
+import keras
+
+_FLOATING = ("float16", "bfloat16", "float32", "float64")
 
 
 class NoneCompressor:
@@ -18,21 +20,22 @@ class _CastCompressor:
 
     @classmethod
     def compress(cls, tensor):
-        if jnp.issubdtype(tensor.dtype, jnp.floating) and tensor.dtype != cls.wire_dtype:
-            return tensor.astype(cls.wire_dtype), tensor.dtype
+        dtype = keras.backend.standardize_dtype(tensor.dtype)
+        if dtype in _FLOATING and dtype != cls.wire_dtype:
+            return keras.ops.cast(tensor, cls.wire_dtype), dtype
         return tensor, None
 
     @staticmethod
     def decompress(tensor, ctx):
-        return tensor if ctx is None else tensor.astype(ctx)
+        return tensor if ctx is None else keras.ops.cast(tensor, ctx)
 
 
 class FP16Compressor(_CastCompressor):
-    wire_dtype = jnp.float16
+    wire_dtype = "float16"
 
 
 class BF16Compressor(_CastCompressor):
-    wire_dtype = jnp.bfloat16
+    wire_dtype = "bfloat16"
 
 
 class Compression:

@@ -1,0 +1,55 @@
+"""Collectives on NumPy arrays in host memory, through the C ABI: what frameworks without a binding
+of their own hand over (Keras' TensorFlow backend does, from inside tf.numpy_function). Each call
+takes a list of arrays, enqueues them together (kolo fuses them) and returns once all are done."""
+import numpy as np
+
+from kolo import _core
+from kolo._core import _C
+
+_CODES = {"uint8": _core.UINT8, "int8": _core.INT8, "int32": _core.INT32, "int64": _core.INT64,
+          "float16": _core.FLOAT16, "bfloat16": _core.BFLOAT16, "float32": _core.FLOAT32, "float64": _core.FLOAT64}
+
+
+def _describe(array, name):
+    code = _CODES.get(array.dtype.name)
+    if code is None:
+        raise _core.KoloValueError("tensor '%s' on rank %d: input has dtype %s; kolo supports %s"
+                                   % (name, _C.rank(), array.dtype.name, ", ".join(_CODES)), _core.INVALID_ARGUMENT)
+    return (array.ctypes.data, code, tuple(array.shape), (), _core.CPU, 0, 0)
+
+
+def _wait_all(handles):
+    error = None
+    for h in handles:  # wait for every one, even after a failure, so none is left behind
+        code, message, _ = _C.wait(h)
+        if code != _core.OK and error is None:
+            error = _core.error_for(code, message)
+    if error is not None:
+        raise error
+
+
+def allreduce(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0):
+    inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
+    outputs = [np.empty_like(a) for a in inputs]
+    _wait_all([_C.allreduce_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor)
+               for i, o, n in zip(inputs, outputs, names)])
+    return outputs
+
+
+# Broadcast only moves bytes: other dtypes travel as a supported dtype of the same width (Keras
+# keeps its seed generators' state in uint32).
+_SAME_WIDTH = {1: np.dtype(np.uint8), 2: np.dtype(np.float16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+
+
+def _as_bits(array):
+    if array.dtype.name in _CODES or array.dtype.kind == "c" or array.dtype.itemsize not in _SAME_WIDTH:
+        return array
+    return array.view(_SAME_WIDTH[array.dtype.itemsize])
+
+
+def broadcast(arrays, names, root_rank):
+    inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
+    outputs = [np.empty_like(a) for a in inputs]
+    _wait_all([_C.broadcast_async(n, _describe(_as_bits(i), n), _describe(_as_bits(o), n), root_rank)
+               for i, o, n in zip(inputs, outputs, names)])
+    return outputs

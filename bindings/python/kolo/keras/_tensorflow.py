@@ -1,0 +1,34 @@
+"""kolo.keras on Keras' TensorFlow backend: the collectives as tf.numpy_function over kolo's host
+path, so that they run inside the tf.function of Keras' train step. XLA cannot compile a Python
+function: where Keras would compile the step with XLA (a machine with a GPU), pass
+jit_compile=False to compile(). Same signatures as kolo.jax's."""
+import keras
+import tensorflow as tf
+
+from kolo import _host
+
+
+def _run(tree, name, collective):
+    pairs = keras.tree.flatten_with_path(tree)
+    if not pairs:
+        return tree
+    # Named as kolo.jax names pytree leaves: the call's name, then the path ("grads['dense/kernel']").
+    names = [name + "".join("[%r]" % (key,) for key in path) for path, _ in pairs]
+    leaves = [tf.convert_to_tensor(leaf) for _, leaf in pairs]
+    if len(leaves) == 1:  # numpy_function takes one result as the whole output, not as a list of one
+        outs = [tf.numpy_function(lambda array: collective([array], names)[0], leaves, Tout=leaves[0].dtype,
+                                  stateful=True, name="kolo")]
+    else:
+        outs = tf.numpy_function(lambda *arrays: tuple(collective(arrays, names)), leaves,
+                                 Tout=[leaf.dtype for leaf in leaves], stateful=True, name="kolo")
+    for out, leaf in zip(outs, leaves):
+        out.set_shape(leaf.shape)
+    return keras.tree.pack_sequence_as(tree, outs)
+
+
+def allreduce(tree, op, name, prescale_factor=1.0, postscale_factor=1.0):
+    return _run(tree, name, lambda arrays, names: _host.allreduce(arrays, names, op, prescale_factor, postscale_factor))
+
+
+def broadcast(tree, root_rank, name):
+    return _run(tree, name, lambda arrays, names: _host.broadcast(arrays, names, root_rank))
