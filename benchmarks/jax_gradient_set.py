@@ -1,7 +1,7 @@
 """ResNet-50's gradient set (161 float32 tensors, 25,557,032 elements) as a JAX pytree, reduced by
 kolo.jax inside a jitted step (one XLA custom call; kolo fuses the leaves), against the same bytes
 through mpi4py's Allreduce on host buffers (one call of all bytes, and one call per tensor), in the
-same run. The step makes the gradients (x * 1, standing in for backward), so that they are
+same run. The step makes the gradients (x * 2, standing in for backward), so that they are
 temporaries of the compiled program as in training; the same step without kolo is the baseline.
 
     kolorun -np 2 .venv/bin/python benchmarks/jax_gradient_set.py [--steps 10] [--rounds 3] [--json out.json]
@@ -34,14 +34,14 @@ total = sum(int(np.prod(s)) for _, s in shapes)
 
 
 def make_gradients(params):
-    return jax.tree_util.tree_map(lambda p: p * 1.0, params)
+    return jax.tree_util.tree_map(lambda p: p * 2.0, params)
 
 
 step_alone = jax.jit(make_gradients)
 step_with_kolo = jax.jit(lambda p: kolo.allreduce(make_gradients(p), op=kolo.Sum, name="grads"))
-# Correct before timed: every leaf sums to the rank count.
+# Correct before timed: every leaf sums to twice the rank count.
 check = step_with_kolo(grads)
-assert all(float(v.reshape(-1)[0]) == size and float(v.reshape(-1)[-1]) == size for v in check.values())
+assert all(float(v.reshape(-1)[0]) == 2 * size and float(v.reshape(-1)[-1]) == 2 * size for v in check.values())
 del check
 
 
