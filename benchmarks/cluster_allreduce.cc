@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 
+#include "bench_args.h"
 #include "bench_util.h"
 #include "gradient_set.h"
 #include "kolo/kolo.h"
@@ -37,23 +38,14 @@ long long sent_bytes(const std::string& iface) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int steps = 3, rounds = 2;
-  double link_gbit = 0.0;
-  std::string iface = "eth0", shapes = KOLO_RESNET50_SHAPES, json;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--steps") steps = std::atoi(argv[i + 1]);
-    else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else if (a == "--interface") iface = argv[i + 1];
-    else if (a == "--link-gbit") link_gbit = std::atof(argv[i + 1]);
-    else if (a == "--shapes") shapes = argv[i + 1];
-    else if (a == "--json") json = argv[i + 1];
-  }
+  const bench::World world = bench::start_mpi(&argc, &argv);
+  const int rank = world.rank, size = world.size;
+  bench::Args args(argc, argv);
+  const int steps = args.integer("steps", 3), rounds = args.integer("rounds", 2);
+  const double link_gbit = args.real("link-gbit", 0.0);
+  const std::string iface = args.text("interface", "eth0"), shapes = args.text("shapes", KOLO_RESNET50_SHAPES),
+                    json = args.text("json", "");
+  args.finish();
 
   std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
   size_t total = 0;

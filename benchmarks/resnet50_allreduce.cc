@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 
+#include "bench_args.h"
 #include "bench_util.h"
 #include "gradient_set.h"
 #include "kolo/kolo.h"
@@ -21,22 +22,12 @@
 using bench::check;
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-  int steps = 20, rounds = 3, warmup = 3;
-  std::string shapes = KOLO_RESNET50_SHAPES, json;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--steps") steps = std::atoi(argv[i + 1]);
-    else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else if (a == "--warmup") warmup = std::atoi(argv[i + 1]);
-    else if (a == "--shapes") shapes = argv[i + 1];
-    else if (a == "--json") json = argv[i + 1];
-  }
+  const bench::World world = bench::start_mpi(&argc, &argv);
+  const int rank = world.rank, size = world.size;
+  bench::Args args(argc, argv);
+  const int steps = args.integer("steps", 20), rounds = args.integer("rounds", 3), warmup = args.integer("warmup", 3);
+  const std::string shapes = args.text("shapes", KOLO_RESNET50_SHAPES), json = args.text("json", "");
+  args.finish();
 
   std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
   size_t total = 0;

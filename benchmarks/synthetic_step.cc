@@ -18,6 +18,7 @@
 #include <map>
 #include <thread>
 
+#include "bench_args.h"
 #include "bench_util.h"
 #include "gradient_set.h"
 #include "kolo/kolo.h"
@@ -38,24 +39,14 @@ void compute_until(Clock::time_point start, double compute_s, double fraction) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int steps = 10, warmup = 2, batch = 64;
-  double compute_ms = 200.0;
-  std::string op = "average", shapes = KOLO_RESNET50_SHAPES, json;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--steps") steps = std::atoi(argv[i + 1]);
-    else if (a == "--warmup") warmup = std::atoi(argv[i + 1]);
-    else if (a == "--batch") batch = std::atoi(argv[i + 1]);
-    else if (a == "--compute-ms") compute_ms = std::atof(argv[i + 1]);
-    else if (a == "--op") op = argv[i + 1];
-    else if (a == "--shapes") shapes = argv[i + 1];
-    else if (a == "--json") json = argv[i + 1];
-  }
+  const bench::World world = bench::start_mpi(&argc, &argv);
+  const int rank = world.rank, size = world.size;
+  bench::Args args(argc, argv);
+  const int steps = args.integer("steps", 10), warmup = args.integer("warmup", 2), batch = args.integer("batch", 64);
+  const double compute_ms = args.real("compute-ms", 200.0);
+  const std::string op = args.text("op", "average"), shapes = args.text("shapes", KOLO_RESNET50_SHAPES),
+                    json = args.text("json", "");
+  args.finish();
   const double compute_s = compute_ms / 1e3;
 
   std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
