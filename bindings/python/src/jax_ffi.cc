@@ -114,8 +114,10 @@ ffi::Error wait_all(const std::vector<kolo_handle>& handles) {
   return ffi::Error(xla_code_of(first), "kolo: " + message);
 }
 
-ffi::Error allreduce_impl(std::string_view names_attr, int32_t op, double prescale, double postscale,
-                          ffi::RemainingArgs args, ffi::RemainingRets rets) {
+// Enqueues one op per (argument, result) pair, `enqueue(name, input, output)`, then waits for all.
+template <typename Enqueue>
+ffi::Error run_group(std::string_view names_attr, const ffi::RemainingArgs& args, const ffi::RemainingRets& rets,
+                     Enqueue enqueue) {
   auto names = split_names(names_attr, args.size());
   std::vector<int32_t> dtypes;
   if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
@@ -123,23 +125,23 @@ ffi::Error allreduce_impl(std::string_view names_attr, int32_t op, double presca
   for (size_t i = 0; i < args.size(); ++i) {
     View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
     View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i]);
-    handles.push_back(kolo_allreduce_async(names[i].c_str(), &in.t, &out.t, op, prescale, postscale, nullptr, nullptr));
+    handles.push_back(enqueue(names[i].c_str(), &in.t, &out.t));
   }
   return wait_all(handles);
 }
 
-ffi::Error broadcast_impl(std::string_view names_attr, int32_t root_rank, ffi::RemainingArgs args,
+ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, double postscale,
+                          ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return run_group(names, args, rets, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
+    return kolo_allreduce_async(name, in, out, op, prescale, postscale, nullptr, nullptr);
+  });
+}
+
+ffi::Error broadcast_impl(std::string_view names, int32_t root_rank, ffi::RemainingArgs args,
                           ffi::RemainingRets rets) {
-  auto names = split_names(names_attr, args.size());
-  std::vector<int32_t> dtypes;
-  if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
-  std::vector<kolo_handle> handles;
-  for (size_t i = 0; i < args.size(); ++i) {
-    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
-    View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i]);
-    handles.push_back(kolo_broadcast_async(names[i].c_str(), &in.t, &out.t, root_rank, nullptr, nullptr));
-  }
-  return wait_all(handles);
+  return run_group(names, args, rets, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
+    return kolo_broadcast_async(name, in, out, root_rank, nullptr, nullptr);
+  });
 }
 
 // XLA allocated the allgather's result when the program was traced: every rank's rows times the
@@ -161,7 +163,8 @@ void* gather_into(void* user_data, int32_t ndim, const int64_t* shape) {
 // message, including a rank whose own buffer happened to fit the total.
 ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, kolo_handle h) {
   kolo_output* out = nullptr;
-  if (kolo_wait(h, -1.0, &out) != KOLO_OK) return ffi::Error(xla_code_of(KOLO_INTERNAL), "kolo: " + std::string(kolo_last_error()));
+  const int32_t code = kolo_wait(h, -1.0, &out);
+  if (code != KOLO_OK) return ffi::Error(xla_code_of(code), "kolo: " + std::string(kolo_last_error()));
   const auto* all = static_cast<const int64_t*>(kolo_output_data(out));
   const int ranks = kolo_size();
   std::string message;
