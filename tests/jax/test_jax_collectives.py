@@ -185,3 +185,22 @@ def test_inputs_stay_as_they_were(rank, size, jit):
     assert_tree_equal(out, {"a": jnp.full((1000,), float(size * (size + 1) // 2)),
                             "b": jnp.full((3,), size * (size - 1) // 2, jnp.int32)})
     assert_tree_equal(out2, {"a": jnp.full((1000,), 1.0), "b": jnp.zeros((3,), jnp.int32)})
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_allreduce_gradient_is_the_allreduce_of_the_gradients(rank, size, jit):
+    # Each rank's loss weighs the reduced values by (rank + 1); the gradient on every rank is the
+    # same reduction of all ranks' weights: Sum gives sum(r + 1), Average that over size. The
+    # integer leaf has no gradient (and gets none).
+    def loss(x, op):
+        y = kolo.allreduce({"x": x, "step": jnp.int32(1)}, op=op, name="ad.%d" % op)
+        scaled = kolo.allreduce(x, op=op, name="ad.scaled.%d" % op, prescale_factor=2.0, postscale_factor=0.25)
+        return jnp.sum(y["x"] * (rank + 1)) + jnp.sum(scaled * (rank + 1))
+    x = jnp.arange(3, dtype=jnp.float32)
+    total = size * (size + 1) / 2
+    for op, expected in [(kolo.Sum, 1.5 * total), (kolo.Average, 1.5 * total / size)]:
+        grad = jax.grad(loss)
+        g = (jax.jit(grad, static_argnums=1) if jit else grad)(x, op)
+        assert_tree_equal(g, jnp.full((3,), expected, jnp.float32))
+    with pytest.raises(NotImplementedError, match="kolo differentiates Sum and Average allreduces, not Max"):
+        jax.grad(lambda v: jnp.sum(kolo.allreduce(v, op=kolo.Max, name="ad.max")))(x)

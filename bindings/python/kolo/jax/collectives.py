@@ -7,6 +7,7 @@ name kolo's errors give. Outside jit the call runs at once on the concrete array
 KoloError on failure; inside jit it is part of the compiled program and fails it with XLA's
 JaxRuntimeError, whose message is kolo's.
 """
+import functools
 import itertools
 
 import jax
@@ -138,10 +139,38 @@ def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor
         raise KoloValueError("tensor '%s' on rank %d: unknown reduce op %r" % (names[0], _rank(), op),
                              _core.INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
+    outs = _reduce(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor))
+    return jax.tree_util.tree_unflatten(treedef, list(outs))
+
+
+# Differentiable: the total loss is the sum of every rank's loss, so the gradient of a Sum or
+# Average allreduce is the same allreduce (same scaling) of the ranks' gradients, as in kolo.torch.
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4))
+def _reduce(leaves, names, op, prescale, postscale):
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-    outs = _call("allreduce", leaves, results, names, in_place=True, op=np.int32(op), prescale=np.float64(prescale_factor),
-                 postscale=np.float64(postscale_factor))
-    return jax.tree_util.tree_unflatten(treedef, outs)
+    return tuple(_call("allreduce", list(leaves), results, list(names), in_place=True, op=np.int32(op),
+                       prescale=np.float64(prescale), postscale=np.float64(postscale)))
+
+
+def _reduce_forward(leaves, names, op, prescale, postscale):
+    return _reduce(leaves, names, op, prescale, postscale), None
+
+
+def _reduce_backward(names, op, prescale, postscale, _, cotangents):
+    if op not in (Sum, Average):
+        raise NotImplementedError("tensor '%s' on rank %d: kolo differentiates Sum and Average allreduces, not %s"
+                                  % (names[0], _rank(), ("Min", "Max", "Product")[op - Min]))
+    # Integer leaves have no gradient: their cotangents are float0 zeros, handed back as they are.
+    floating = [i for i, ct in enumerate(cotangents) if ct.dtype != jax.dtypes.float0]
+    reduced = _reduce(tuple(cotangents[i] for i in floating), tuple(names[i] + ".grad" for i in floating), op,
+                      prescale, postscale) if floating else ()
+    grads = list(cotangents)
+    for i, g in zip(floating, reduced):
+        grads[i] = g
+    return (tuple(grads),)
+
+
+_reduce.defvjp(_reduce_forward, _reduce_backward)
 
 
 def allgather(tree, name=None):
