@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
   args.finish();
 
   std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
-  size_t total = 0;
-  for (const bench::Tensor& t : tensors) total += t.data.size();
+  const size_t total = bench::element_count(tensors);
   std::vector<float> flat(total, 0.0f);
   const double bytes = static_cast<double>(total) * sizeof(float);
 

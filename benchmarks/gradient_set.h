@@ -34,6 +34,13 @@ struct Tensor {
   std::vector<float> data;
 };
 
+// Elements in the whole set: the size of the one-buffer peer (MPI_Allreduce of all bytes).
+inline size_t element_count(const std::vector<Tensor>& tensors) {
+  size_t total = 0;
+  for (const Tensor& t : tensors) total += t.data.size();
+  return total;
+}
+
 // Lines "name 64x3x7x7"; '#' starts a comment line.
 inline std::vector<Tensor> read_gradient_set(const std::string& path) {
   std::ifstream f(path);

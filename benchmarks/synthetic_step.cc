@@ -50,8 +50,7 @@ int main(int argc, char** argv) {
   const double compute_s = compute_ms / 1e3;
 
   std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
-  size_t total = 0;
-  for (const bench::Tensor& t : tensors) total += t.data.size();
+  const size_t total = bench::element_count(tensors);
   std::vector<float> flat(total, 0.0f);
 
   // Backward: the last layer's gradient first; `ready(i)` is called as gradient i appears.
