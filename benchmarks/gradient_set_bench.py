@@ -1,5 +1,6 @@
 """What the Python gradient-set benchmarks share: ResNet-50's gradient shapes, the mpi4py peers on
 host buffers of the same bytes, and the timing of modes in interleaved rounds."""
+import argparse
 import os
 import statistics
 import time
@@ -9,6 +10,16 @@ from mpi4py import MPI  # imported before kolo: MPI starts with MPI_THREAD_MULTI
 import numpy as np
 
 SHAPES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "resnet50_grad_shapes.txt")
+
+
+def parse_args():
+    """The options every gradient-set benchmark takes: --shapes, --steps, --rounds, --json."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", default=SHAPES)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default="")
+    return parser.parse_args()
 
 
 def read_shapes(path=SHAPES):

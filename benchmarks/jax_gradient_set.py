@@ -6,10 +6,9 @@ temporaries of the compiled program as in training; the same step without kolo i
 
     kolorun -np 2 .venv/bin/python benchmarks/jax_gradient_set.py [--steps 10] [--rounds 3] [--json out.json]
 """
-import argparse
 import json
 
-from gradient_set_bench import MPI, SHAPES, median_times, mpi4py_modes, read_shapes  # before kolo: see there
+from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args, read_shapes  # before kolo: see there
 
 import jax
 import jax.numpy as jnp
@@ -17,12 +16,7 @@ import numpy as np
 
 import kolo.jax as kolo
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--shapes", default=SHAPES)
-parser.add_argument("--steps", type=int, default=10)
-parser.add_argument("--rounds", type=int, default=3)
-parser.add_argument("--json", default="")
-args = parser.parse_args()
+args = parse_args()
 
 kolo.init()
 comm = MPI.COMM_WORLD

@@ -5,21 +5,15 @@ of all bytes, and one call per tensor), and the step without any communication.
 
     kolorun -np 2 python3 benchmarks/pytorch_gradient_set.py [--steps 10] [--rounds 3] [--json out.json]
 """
-import argparse
 import json
 
-from gradient_set_bench import MPI, SHAPES, median_times, mpi4py_modes, read_shapes  # before kolo: see there
+from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args, read_shapes  # before kolo: see there
 
 import torch
 
 import kolo.torch as kolo
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--shapes", default=SHAPES)
-parser.add_argument("--steps", type=int, default=10)
-parser.add_argument("--rounds", type=int, default=3)
-parser.add_argument("--json", default="")
-args = parser.parse_args()
+args = parse_args()
 
 kolo.init()
 comm = MPI.COMM_WORLD
