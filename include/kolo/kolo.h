@@ -21,13 +21,11 @@
 #include "kolo/export.h"
 #include "kolo/status.h"
 #include "kolo/tensor.h"
+#include "kolo/types.h"
 
 namespace kolo {
 
 // ---- Lifecycle and topology ------------------------------------------------------------------
-
-// KOLO_* settings that take precedence over the environment, e.g. {{"KOLO_FUSION_THRESHOLD_BYTES", "0"}}.
-using Settings = std::map<std::string, std::string>;
 
 // Starts the engine. Initializes MPI unless the application already did (then kolo works on a
 // duplicate of MPI_COMM_WORLD and leaves MPI_Finalize to the application). Calling it again while
@@ -50,22 +48,7 @@ KOLO_EXPORT bool mpi_threads_supported();
 
 // ---- Operations ------------------------------------------------------------------------------
 
-// Values are part of the C ABI and wire format: append, never renumber.
-enum class ReduceOp : int32_t {
-  kSum = 0,
-  kAverage = 1,  // sum divided by the number of ranks (integers: truncated, as C does)
-  kMin = 2,
-  kMax = 3,
-  kProduct = 4,
-};
-KOLO_EXPORT const char* reduce_op_name(ReduceOp op);
-
-// Runs on kolo's thread once an enqueued operation has finished, successfully or not, before wait()
-// returns. Not called for a call rejected at once (its handle carries the error).
-using DoneCallback = std::function<void(const Status&)>;
-// For operations whose output shape is known only once the ranks agree (allgather, alltoall): called
-// on kolo's thread with that shape; fills `out` with memory of that shape, dtype and device.
-using OutputAllocator = std::function<Status(const std::vector<int64_t>& shape, TensorView* out)>;
+// ReduceOp, Output, Settings, the callbacks and reducescatter_rows are in kolo/types.h.
 
 // For the reducing collectives, allreduce and reducescatter.
 struct ReduceOptions {
@@ -96,14 +79,6 @@ class KOLO_EXPORT Handle {
 
  private:
   int64_t id_ = 0;
-};
-
-// What an operation produced beyond its status.
-struct Output {
-  TensorView view;                        // the result (allgather, alltoall)
-  std::shared_ptr<void> storage;          // owns `view`'s memory when kolo allocated it
-  std::vector<int64_t> received_splits;   // alltoall: rows received from each rank
-  int last_joined_rank = -1;              // join: the last rank to join
 };
 
 // A call that is wrong in itself (bad dtype, null data, wrong output size, name already in flight,
@@ -137,8 +112,6 @@ KOLO_EXPORT Handle barrier_async(const DoneCallback& on_done = {});
 // no rows for an allgather), and an Average divides by the ranks that contributed. This rank may
 // submit nothing else meanwhile. Output::last_joined_rank tells the last rank to join.
 KOLO_EXPORT Handle join_async(const DoneCallback& on_done = {});
-
-KOLO_EXPORT int64_t reducescatter_rows(int64_t total_rows, int rank, int size);
 
 // Blocks until the operation ends, then releases the handle. Every operation ends: with its result,
 // with an error naming the tensor and ranks, or with kAborted when the engine stops.

@@ -41,7 +41,7 @@ Status begin(const std::string& name, OpKind kind, Call* call) {
   }
   call->site.rank = call->engine->topology().rank;
   call->site.size = call->engine->topology().size;
-  call->site.gpu_supported = rt.gpu_supported();
+  call->site.collectives = &call->engine->collectives();
   return Status::OK();
 }
 
@@ -98,21 +98,6 @@ KOLO_TOPOLOGY_GETTER(cross_size)
 #undef KOLO_TOPOLOGY_GETTER
 
 bool mpi_threads_supported() { return Runtime::instance().mpi_threads_supported(); }
-
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return "Sum";
-    case ReduceOp::kAverage: return "Average";
-    case ReduceOp::kMin: return "Min";
-    case ReduceOp::kMax: return "Max";
-    case ReduceOp::kProduct: return "Product";
-  }
-  return "an unknown reduce op";
-}
-
-int64_t reducescatter_rows(int64_t total_rows, int rank, int size) {
-  return total_rows / size + (rank < total_rows % size ? 1 : 0);
-}
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& o) {

@@ -23,7 +23,6 @@ class Runtime {
   std::shared_ptr<Engine> engine();
   HandleTable& handles() { return handles_; }
   bool mpi_threads_supported();
-  bool gpu_supported() const { return false; }
   // Why no engine is running, for the error of an op submitted without one.
   std::string not_running_reason();
 

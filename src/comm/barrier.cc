@@ -6,11 +6,10 @@ namespace {
 class NegotiatedBarrier : public Collective {
  public:
   const char* name() const override { return "NEGOTIATED"; }
-  bool accepts(const Response& r) const override { return r.kind == OpKind::kBarrier || r.kind == OpKind::kJoin; }
-  Status run(const std::vector<Task>& tasks, PhaseLog&) override {
-    for (const Task& t : tasks) {
-      if (t.response->kind == OpKind::kJoin) t.entry->result.last_joined_rank = t.response->root;
-    }
+  // On any device: there is no data to move.
+  bool accepts(OpKind kind, DeviceType) const override { return kind == OpKind::kBarrier || kind == OpKind::kJoin; }
+  Status run(CollectiveCall& call, PhaseLog&, std::unique_ptr<Completion>*) override {
+    if (call.kind == OpKind::kJoin) call.last_joined_rank = call.root;
     return Status::OK();
   }
 };

@@ -13,13 +13,13 @@ const char* phase_name(Phase phase) {
   return "?";
 }
 
-PhaseLog::PhaseLog(size_t tasks, bool enabled) : enabled_(enabled) {
-  if (enabled_) spans_.resize(tasks * kNumPhases);
+PhaseLog::PhaseLog(size_t pieces, bool enabled) : enabled_(enabled), pieces_(pieces) {
+  if (enabled_) spans_.resize(pieces * kNumPhases);
 }
 
-void PhaseLog::record(size_t task, Phase phase, double start, double end) {
+void PhaseLog::record(size_t piece, Phase phase, double start, double end) {
   if (!enabled_) return;
-  Span& s = spans_[task * kNumPhases + static_cast<int>(phase)];
+  Span& s = spans_[piece * kNumPhases + static_cast<int>(phase)];
   if (!s.set) {
     s = Span{start, end, true};
     return;
@@ -28,11 +28,24 @@ void PhaseLog::record(size_t task, Phase phase, double start, double end) {
   s.end = std::max(s.end, end);
 }
 
-Collective* CollectiveRegistry::find(const Response& response) const {
+void PhaseLog::record_all(Phase phase, double start, double end) {
+  for (size_t i = 0; i < pieces_; ++i) record(i, phase, start, end);
+}
+
+Collective* CollectiveRegistry::find(OpKind kind, DeviceType device) const {
   for (const auto& c : all_) {
-    if (c->accepts(response)) return c.get();
+    if (c->accepts(kind, device)) return c.get();
   }
   return nullptr;
+}
+
+void CollectiveRegistry::set_unsupported_reason(DeviceType device, std::string why) {
+  if (device == DeviceType::kCUDA) no_gpu_reason_ = std::move(why);
+}
+
+std::string CollectiveRegistry::unsupported_reason(DeviceType device) const {
+  if (device != DeviceType::kCUDA) return "no collective in this build runs it on the CPU";
+  return no_gpu_reason_.empty() ? "this kolo has no GPU support" : no_gpu_reason_;
 }
 
 }  // namespace kolo

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "kolo/kolo.h"
+#include "kolo/types.h"
 
 namespace kolo {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "kolo/kolo.h"
+#include "kolo/types.h"
 
 namespace kolo {
 

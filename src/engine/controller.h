@@ -14,7 +14,7 @@
 
 #include "common/clock.h"
 #include "engine/config.h"
-#include "engine/control_channel.h"
+#include "comm/control_channel.h"
 #include "engine/coordinator.h"
 #include "engine/message.h"
 #include "engine/response_cache.h"

@@ -18,7 +18,7 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       timeline_(std::move(timeline)),
       handles_(handles),
       controller_(channel_.get(), config_),
-      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank) {}
+      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes) {}
 
 Engine::~Engine() { stop(); }
 
@@ -40,6 +40,9 @@ void Engine::stop() {
 }
 
 void Engine::fail_all(const std::string& why, StatusCode code) {
+  // Work still running on a device writes to the callers' memory: let it end (or stop it) before
+  // the callers hear that their ops are over.
+  executor_.drain(kDrainSeconds, why);
   for (auto& e : queue_.close(why)) {
     const std::string message = "tensor '" + e->request.name + "' did not run: " + why;
     Executor::finish(std::move(e), Status(code, message), handles_);
@@ -74,8 +77,9 @@ void Engine::loop() {
                           result.joined_ranks.end();
       executor_.run(result.responses, steady_seconds(), joined);
     }
+    executor_.poll();
     if (timeline_) timeline_->flush_if_due(steady_seconds());
-    const bool idle = result.responses.empty() && queue_.in_flight() == 0;
+    const bool idle = result.responses.empty() && queue_.in_flight() == 0 && executor_.running() == 0;
     wait = idle ? std::min(std::max(wait, 1e-4) * 2, std::max(cycle_seconds, kMaxIdleSeconds)) : cycle_seconds;
   }
   if (timeline_) timeline_->close();

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "comm/collective.h"
+#include "comm/control_channel.h"
 #include "comm/topology.h"
 #include "engine/config.h"
-#include "engine/control_channel.h"
 #include "engine/controller.h"
 #include "engine/executor.h"
 #include "engine/handle_table.h"
@@ -37,10 +37,15 @@ class Engine {
 
   const Topology& topology() const { return topology_; }
   const Config& config() const { return config_; }
+  // What this engine can run, for the checks at enqueue.
+  const CollectiveRegistry& collectives() const { return *registry_; }
 
  private:
   void loop();
   void fail_all(const std::string& why, StatusCode code);
+
+  // How long a stopping engine waits for work still running on a device before aborting it.
+  static constexpr double kDrainSeconds = 30.0;
 
   const Config config_;
   const Topology topology_;

@@ -1,19 +1,35 @@
 #include "engine/executor.h"
 
+#include <chrono>
+#include <thread>
+
 #include "common/clock.h"
 #include "common/logging.h"
 #include "engine/fusion_planner.h"
 
 namespace kolo {
 
+// One fused group from launch until its work has ended.
+struct Executor::Group {
+  CollectiveCall call;
+  std::vector<TensorEntry*> entries;            // per piece; null for a joined piece
+  std::vector<std::shared_ptr<void>> scratch;   // joined pieces' memory, kept until the work ends
+  Collective* collective = nullptr;
+  double agreed_at = 0.0;
+  double started = 0.0;
+  std::unique_ptr<PhaseLog> log;
+  std::unique_ptr<Completion> completion;
+};
+
 Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles,
-                   Timeline* timeline, int64_t fusion_threshold_bytes, int rank)
-    : rank_(rank),
-      registry_(registry),
+                   Timeline* timeline, int64_t fusion_threshold_bytes)
+    : registry_(registry),
       queue_(queue),
       handles_(handles),
       timeline_(timeline),
       fusion_threshold_bytes_(fusion_threshold_bytes) {}
+
+Executor::~Executor() = default;
 
 void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles) {
   // A local failure deferred until the collective was done (see allocate_output) is the op's.
@@ -22,23 +38,61 @@ void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, 
   handles->complete(entry->handle, final_status, std::move(entry->result));
 }
 
+namespace {
+
+Piece piece_of(const TensorEntry& e) {
+  Piece p;
+  p.name = e.request.name;
+  p.in = e.input.data;
+  p.out = e.output.data;
+  p.bytes = e.input.size_bytes();
+  p.shape = e.input.shape;
+  p.splits = e.splits;
+  p.ready = e.ready_event;
+  return p;
+}
+
+// What a joined rank takes part in an op with: no memory of its own (the collective gives it
+// some), the agreed shape, no rows for an allgather.
+bool joined_piece(const Response& r, Piece* p) {
+  p->name = r.name;
+  p->joined = true;
+  p->shape = r.shape;
+  switch (r.kind) {
+    case OpKind::kAllreduce:
+    case OpKind::kBroadcast:
+      p->bytes = r.size_bytes();
+      return true;
+    case OpKind::kAllgather:
+      p->shape[0] = 0;
+      return true;
+    case OpKind::kBarrier:
+      p->shape.clear();
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 void Executor::run(const std::vector<Response>& responses, double agreed_at, bool joined) {
-  for (const FusionGroup& group : plan_fusion(responses, fusion_threshold_bytes_)) {
-    std::vector<Task> tasks;
-    tasks.reserve(group.members.size());
-    stand_ins_.clear();
-    for (size_t i : group.members) {
+  for (const FusionGroup& fused : plan_fusion(responses, fusion_threshold_bytes_)) {
+    auto group = std::make_unique<Group>();
+    group->agreed_at = agreed_at;
+    bool have_device = false;
+    for (size_t i : fused.members) {
       const Response& r = responses[i];
       TensorEntry* e = queue_->find(r.name);
       if (e == nullptr && r.ok() && joined) {
-        std::unique_ptr<TensorEntry> stand_in;
-        Status s = make_stand_in(r, rank_, &stand_in);
-        if (!s.ok()) {
-          KOLO_LOG(kError, s.message());
+        Piece p;
+        if (!joined_piece(r, &p)) {
+          KOLO_LOG(kError, "a joined rank cannot take part in " << op_kind_name(r.kind) << " of tensor '" << r.name
+                                                                << "'");
           continue;
         }
-        stand_ins_.push_back(std::move(stand_in));
-        tasks.push_back(Task{&r, stand_ins_.back().get()});
+        group->call.pieces.push_back(std::move(p));
+        group->entries.push_back(nullptr);
         continue;
       }
       if (e == nullptr) {
@@ -52,46 +106,119 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
         finish(queue_->remove(r.name), Status(r.error_code, r.error), handles_);
         continue;
       }
-      tasks.push_back(Task{&r, e});
+      if (!have_device) group->call.device = e->input.device;  // its ordinal too
+      have_device = true;
+      group->call.pieces.push_back(piece_of(*e));
+      group->entries.push_back(e);
     }
-    if (!tasks.empty()) run_group(tasks, agreed_at);
+    if (group->call.pieces.empty()) continue;
+    const Response& first = responses[fused.members.front()];
+    CollectiveCall& call = group->call;
+    call.kind = first.kind;
+    call.dtype = first.dtype;
+    call.device.type = first.device;
+    call.reduce_op = first.reduce_op;
+    call.prescale = first.prescale;
+    call.postscale = first.postscale;
+    call.contributors = first.contributors;
+    call.root = first.root;
+    call.shape = first.shape;
+    call.first_dims = first.first_dims;
+    launch(std::move(group));
   }
 }
 
-void Executor::run_group(const std::vector<Task>& tasks, double agreed_at) {
-  const Response& first = *tasks[0].response;
-  Collective* collective = registry_->find(first);
+void Executor::launch(std::unique_ptr<Group> owned) {
+  Group& group = *owned;
+  CollectiveCall& call = group.call;
+  group.collective = registry_->find(call.kind, call.device.type);
+  group.log = std::make_unique<PhaseLog>(call.pieces.size(), timeline_ != nullptr);
+  call.allocate = [&group](size_t i, const std::vector<int64_t>& shape, const OwnMemory& own, void** data) {
+    TensorEntry* e = group.entries[i];
+    if (e != nullptr) {
+      Status s = allocate_output(*e, shape, own);
+      if (s.ok()) *data = e->output.data;
+      return s;
+    }
+    std::shared_ptr<void> storage;
+    Status s = own(num_elements(shape) * static_cast<int64_t>(dtype_size(group.call.dtype)), &storage);
+    if (s.ok()) {
+      *data = storage.get();
+      group.scratch.push_back(std::move(storage));
+    }
+    return s;
+  };
+  group.started = steady_seconds();
   Status status;
-  PhaseLog log(tasks.size(), timeline_ != nullptr);
-  const double start = steady_seconds();
-  if (collective == nullptr) {
-    status = Status::Unsupported(std::string("no collective in this build runs ") + op_kind_name(first.kind) + " on " +
-                                 (first.device == DeviceType::kCPU ? "CPU" : "GPU") + " tensors (tensor '" +
-                                 first.name + "')");
+  if (group.collective == nullptr) {
+    status = Status::Unsupported(std::string("no collective in this build runs ") + op_kind_name(call.kind) +
+                                 " on " + (call.device.type == DeviceType::kCPU ? "CPU" : "GPU") + " tensors (tensor '" +
+                                 call.name() + "')");
   } else {
-    status = collective->run(tasks, log);
+    status = group.collective->run(call, *group.log, &group.completion);
   }
   if (!status.ok()) {
-    KOLO_LOG(kError, "collective for tensor '" << first.name << "' failed: " << status.message());
+    group.completion.reset();
+    KOLO_LOG(kError, "collective for tensor '" << call.name() << "' failed: " << status.message());
+  } else if (group.completion != nullptr) {
+    running_.push_back(std::move(owned));
+    return;
   }
+  end(group, status);
+}
+
+void Executor::end(Group& group, const Status& status) {
+  const CollectiveCall& call = group.call;
   if (timeline_ != nullptr) {
-    const std::string args = "{\"collective\":\"" + std::string(collective ? collective->name() : "none") +
-                             "\",\"fused\":" + std::to_string(tasks.size()) + "}";
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const std::string& name = tasks[i].response->name;
-      timeline_->span(name, "QUEUE", agreed_at, start);
+    if (group.completion != nullptr && status.ok()) group.completion->record_phases(*group.log);
+    const std::string args = "{\"collective\":\"" + std::string(group.collective ? group.collective->name() : "none") +
+                             "\",\"fused\":" + std::to_string(call.pieces.size()) + "}";
+    for (size_t i = 0; i < call.pieces.size(); ++i) {
+      const std::string& name = call.pieces[i].name;
+      timeline_->span(name, "QUEUE", group.agreed_at, group.started);
       for (Phase p : {Phase::kPack, Phase::kCollective, Phase::kUnpack}) {
-        const PhaseLog::Span& s = log.span(i, p);
+        const PhaseLog::Span& s = group.log->span(i, p);
         if (s.set) timeline_->span(name, phase_name(p), s.start, s.end, p == Phase::kCollective ? args : "");
       }
     }
   }
-  for (const Task& t : tasks) finish_task(t, status);
+  for (size_t i = 0; i < call.pieces.size(); ++i) {
+    TensorEntry* e = group.entries[i];
+    if (e == nullptr) continue;  // a joined piece: nobody waits on it
+    if (call.kind == OpKind::kAlltoall) e->result.received_splits = call.received_splits;
+    if (call.kind == OpKind::kJoin) e->result.last_joined_rank = call.last_joined_rank;
+    finish(queue_->remove(call.pieces[i].name), status, handles_);
+  }
 }
 
-void Executor::finish_task(const Task& t, const Status& status) {
-  if (t.entry->handle == 0) return;  // a stand-in: nobody waits on it
-  finish(queue_->remove(t.response->name), status, handles_);
+void Executor::poll() {
+  for (auto it = running_.begin(); it != running_.end();) {
+    Group& group = **it;
+    const std::optional<Status> status = group.completion->poll();
+    if (!status) {
+      ++it;
+      continue;
+    }
+    if (!status->ok()) {
+      KOLO_LOG(kError, "collective for tensor '" << group.call.name() << "' failed: " << status->message());
+    }
+    end(group, *status);
+    it = running_.erase(it);
+  }
+}
+
+void Executor::drain(double seconds, const std::string& why) {
+  const double deadline = steady_seconds() + seconds;
+  while (!running_.empty() && steady_seconds() < deadline) {
+    poll();
+    if (!running_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (auto& group : running_) {
+    group->completion->abort(why);
+    const std::optional<Status> status = group->completion->poll();
+    end(*group, status && !status->ok() ? *status : Status::Aborted(why));
+  }
+  running_.clear();
 }
 
 }  // namespace kolo

@@ -1,7 +1,13 @@
-// Runs a cycle's responses on this rank: plans fusion, finds each group's collective, and ends
-// every entry it touches: output written, callback called, handle completed.
+// Runs a cycle's responses on this rank: plans fusion, hands each group to its collective as
+// buffers, and ends every entry it touches: output written, callback called, handle completed.
+//
+// A collective may leave work running (a GPU stream): its group then waits in a completion queue,
+// polled every cycle, while the engine negotiates the next ops. Its entries stay in flight (their
+// names cannot be submitted again) until the work has ended.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/collective.h"
@@ -15,27 +21,33 @@ namespace kolo {
 class Executor {
  public:
   Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles, Timeline* timeline,
-           int64_t fusion_threshold_bytes, int rank);
+           int64_t fusion_threshold_bytes);
+  ~Executor();
 
   // `agreed_at`: when the cycle that produced `responses` finished negotiating. `joined`: this rank
-  // is in join(), so it takes part in ops it did not submit, through stand-ins.
+  // is in join(), so it takes part in ops it did not submit.
   void run(const std::vector<Response>& responses, double agreed_at, bool joined = false);
+  // Ends every group whose work has ended since the last call. Never blocks.
+  void poll();
+  // Groups whose work is still running.
+  size_t running() const { return running_.size(); }
+  // Waits up to `seconds` for the running work, then aborts what is left (with `why`); ends every group.
+  void drain(double seconds, const std::string& why);
 
   // Ends an entry: callback, then handle, so that wait() returns after the callback has run.
   static void finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles);
 
  private:
-  void run_group(const std::vector<Task>& tasks, double agreed_at);
-  void finish_task(const Task& task, const Status& status);
+  struct Group;
+  void launch(std::unique_ptr<Group> group);
+  void end(Group& group, const Status& status);
 
-  std::vector<std::unique_ptr<TensorEntry>> stand_ins_;  // this group's, for a joined rank
-
-  int rank_;
   const CollectiveRegistry* registry_;
   TensorQueue* queue_;
   HandleTable* handles_;
   Timeline* timeline_;  // may be null
   int64_t fusion_threshold_bytes_;
+  std::vector<std::unique_ptr<Group>> running_;  // in launch order
 };
 
 }  // namespace kolo

@@ -8,7 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "kolo/kolo.h"
+#include "kolo/types.h"
 
 namespace kolo {
 

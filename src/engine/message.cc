@@ -2,19 +2,6 @@
 
 namespace kolo {
 
-const char* op_kind_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllreduce: return "allreduce";
-    case OpKind::kAllgather: return "allgather";
-    case OpKind::kBroadcast: return "broadcast";
-    case OpKind::kAlltoall: return "alltoall";
-    case OpKind::kReducescatter: return "reducescatter";
-    case OpKind::kBarrier: return "barrier";
-    case OpKind::kJoin: return "join";
-  }
-  return "invalid op";
-}
-
 int64_t Response::num_elements() const { return kolo::num_elements(shape); }
 
 int64_t Response::size_bytes() const {

@@ -6,22 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "kolo/kolo.h"
+#include "common/op_kind.h"
+#include "kolo/types.h"
 
 namespace kolo {
-
-// Values are part of the wire format: append, never renumber.
-enum class OpKind : uint8_t {
-  kAllreduce = 0,
-  kAllgather = 1,
-  kBroadcast = 2,
-  kAlltoall = 3,
-  kReducescatter = 4,
-  kBarrier = 5,
-  kJoin = 6,  // "this rank has no more data": see Coordinator
-};
-constexpr int kNumOpKinds = 7;
-const char* op_kind_name(OpKind kind);
 
 struct Request {
   std::string name;

@@ -6,8 +6,9 @@
 #include <memory>
 #include <vector>
 
+#include "comm/collective.h"
 #include "engine/message.h"
-#include "kolo/kolo.h"
+#include "kolo/types.h"
 
 namespace kolo {
 
@@ -20,18 +21,19 @@ struct TensorEntry {
   DoneCallback on_done;
   int64_t handle = 0;
   double enqueued_at = 0.0;         // steady seconds
+  // Device tensors: an event recorded on the input's stream at enqueue, on the caller's thread, so
+  // that the collective starts after what the caller had queued to produce the input. Owned by
+  // `ready_owner` (null for host tensors).
+  void* ready_event = nullptr;
+  std::shared_ptr<void> ready_owner;
   Output result;                    // handed to wait()
   Status deferred_error;            // a local failure that waits until the collective is done
 };
 
 // Gives the entry an output of `shape` (its dtype and device): the caller's allocator if it gave
-// one, checked, else memory kolo owns and hands over through Output::storage. When the caller's
-// allocator fails on the CPU, the entry gets kolo's memory anyway and keeps the failure in
-// deferred_error: the op fails once the collective, which the other ranks run, is done.
-Status allocate_output(TensorEntry& entry, const std::vector<int64_t>& shape);
-
-// What a joined rank takes part in an op with, in place of an entry of its own: the op's identity
-// for a reduction, no rows for an allgather, a scratch buffer to receive a broadcast. handle 0.
-Status make_stand_in(const Response& response, int rank, std::unique_ptr<TensorEntry>* out);
+// one, checked, else memory from `own`, handed over through Output::storage. When the caller's
+// allocator fails, the entry gets `own` memory anyway and keeps the failure in deferred_error: the
+// op fails once the collective, which the other ranks run, is done.
+Status allocate_output(TensorEntry& entry, const std::vector<int64_t>& shape, const OwnMemory& own);
 
 }  // namespace kolo

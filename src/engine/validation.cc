@@ -30,10 +30,11 @@ Status check_view(const CallSite& c, const char* role, const TensorView& v) {
     return invalid(c, std::string(role) + " has a null data pointer but " + std::to_string(v.num_elements()) +
                           " elements");
   }
-  if (v.device.type == DeviceType::kCUDA && !c.gpu_supported) {
+  if (v.device.type == DeviceType::kCUDA && (c.collectives == nullptr || !c.collectives->supports(c.kind, v.device.type))) {
+    const std::string why = c.collectives == nullptr ? "this kolo has no GPU support"
+                                                     : c.collectives->unsupported_reason(v.device.type);
     return Status::Unsupported(where(c) + std::string(role) + " is on cuda:" + std::to_string(v.device.index) +
-                               ", but this kolo has no GPU support (built without CUDA and NCCL, or no GPU "
-                               "is usable); use CPU tensors");
+                               ", but " + why + "; use CPU tensors");
   }
   if (v.device.type != DeviceType::kCPU && v.device.type != DeviceType::kCUDA) {
     return invalid(c, std::string(role) + " has an unknown device type");

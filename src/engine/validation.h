@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective.h"
 #include "engine/message.h"
-#include "kolo/kolo.h"
+#include "kolo/types.h"
 
 namespace kolo {
 
@@ -16,7 +17,9 @@ struct CallSite {
   OpKind kind;
   int rank;
   int size;
-  bool gpu_supported;  // a collective for CUDA tensors is built in and a GPU is usable
+  // What this process can run: a CUDA tensor is refused at once when no collective takes it. Null:
+  // host tensors only.
+  const CollectiveRegistry* collectives;
 };
 
 Status validate_allreduce(const CallSite& c, const TensorView& in, const TensorView& out,

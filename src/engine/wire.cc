@@ -122,7 +122,6 @@ Status read_header(Reader& r, uint8_t tag, size_t min_item_bytes, uint32_t* coun
 }
 
 constexpr int kNumDeviceTypes = 2;
-constexpr int kNumReduceOps = 5;
 constexpr int kNumStatusCodes = 8;
 constexpr size_t kMinRequestBytes = 4 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 8;
 constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 4 + 4 + 4 + 1;

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/control_channel.h"
+#include "comm/control_channel.h"
 
 namespace kolo {
 namespace testing {

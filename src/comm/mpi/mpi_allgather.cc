@@ -2,6 +2,7 @@
 #include "common/clock.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
+#include "cpu/host_memory.h"
 
 namespace kolo {
 namespace {
@@ -10,24 +11,23 @@ class MpiAllgather : public Collective {
  public:
   explicit MpiAllgather(const MpiContext& mpi) : mpi_(mpi) {}
   const char* name() const override { return "MPI_ALLGATHER"; }
-  bool accepts(const Response& r) const override {
-    return r.kind == OpKind::kAllgather && r.device == DeviceType::kCPU;
+  bool accepts(OpKind kind, DeviceType device) const override {
+    return kind == OpKind::kAllgather && device == DeviceType::kCPU;
   }
 
-  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
-    const Response& r = *tasks[0].response;
-    TensorEntry& e = *tasks[0].entry;
-    Status s = allocate_output(e, r.shape);
+  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>*) override {
+    Piece& p = call.pieces[0];
+    Status s = call.allocate(0, call.shape, host_memory, &p.out);
     if (!s.ok()) return s;
-    const int64_t total_rows = r.shape[0];
-    const int64_t row_bytes = total_rows == 0 ? 0 : r.size_bytes() / total_rows;
-    if (r.size_bytes() == 0) return Status::OK();
+    const int64_t total_rows = call.shape[0];
+    const int64_t row_bytes = total_rows == 0 ? 0 : call.size_bytes() / total_rows;
+    if (call.size_bytes() == 0) return Status::OK();
     VectorLayout layout;
-    s = make_vector_layout(r.first_dims, row_bytes, r.name, &layout);
+    s = make_vector_layout(call.first_dims, row_bytes, p.name, &layout);
     if (!s.ok()) return s;
     const int me = mpi_.topology().rank;
     const double t0 = steady_seconds();
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(e.input.data, layout.counts[me], layout.type, e.output.data,
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(p.in, layout.counts[me], layout.type, p.out,
                                             layout.counts.data(), layout.displs.data(), layout.type,
                                             mpi_.data()),
                              "MPI_Allgatherv");

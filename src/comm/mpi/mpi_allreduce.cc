@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "comm/joined.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
 #include "comm/segment_plan.h"
@@ -13,6 +14,7 @@ namespace kolo {
 namespace {
 
 char* bytes_at(void* p, int64_t offset) { return static_cast<char*>(p) + offset; }
+const char* bytes_at(const void* p, int64_t offset) { return static_cast<const char*>(p) + offset; }
 
 // Reduces `count` elements from `send` (MPI_IN_PLACE: from `recv`) into `recv` on every rank.
 class SegmentReducer {
@@ -85,66 +87,67 @@ class MpiAllreduce : public Collective {
 
   const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }
 
-  bool accepts(const Response& r) const override {
-    return r.kind == OpKind::kAllreduce && r.device == DeviceType::kCPU;
+  bool accepts(OpKind kind, DeviceType device) const override {
+    return kind == OpKind::kAllreduce && device == DeviceType::kCPU;
   }
 
-  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
-    const Response& first = *tasks[0].response;
-    const DataType dtype = first.dtype;
+  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>*) override {
+    Status s = prepare_host_joined_pieces(call);
+    if (!s.ok()) return s;
+    const DataType dtype = call.dtype;
     const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
     std::vector<int64_t> member_bytes;
-    member_bytes.reserve(tasks.size());
-    for (const Task& t : tasks) member_bytes.push_back(t.response->size_bytes());
+    member_bytes.reserve(call.pieces.size());
+    for (const Piece& p : call.pieces) member_bytes.push_back(p.bytes);
     const SegmentPlan plan = plan_segments(member_bytes, elem, tuning_.segment_bytes, tuning_.zero_copy_bytes);
     if (staging_.size() < static_cast<size_t>(plan.staging_bytes)) staging_.resize(plan.staging_bytes);
 
     const MPI_Datatype type = mpi_.datatype(dtype);
-    const MPI_Op op = mpi_.op(dtype, first.reduce_op);
-    const Scaling pre{dtype_is_floating(dtype) ? first.prescale : 1.0, 1};
+    const MPI_Op op = mpi_.op(dtype, call.reduce_op);
+    const Scaling pre{dtype_is_floating(dtype) ? call.prescale : 1.0, 1};
     // Joined ranks contributed the identity; an average is over the ranks that contributed.
-    const int contributors = first.contributors > 0 ? first.contributors : mpi_.topology().size;
-    const Scaling post = post_scaling(dtype, first.reduce_op, first.postscale, contributors);
+    const int contributors = call.contributors > 0 ? call.contributors : mpi_.topology().size;
+    const Scaling post = post_scaling(dtype, call.reduce_op, call.postscale, contributors);
     const bool timed = log.enabled();
 
     for (const Segment& seg : plan.segments) {
       const int count = static_cast<int>(seg.bytes / elem);
       if (seg.direct) {
-        const SegmentPiece& p = seg.pieces[0];
-        const TensorEntry& e = *tasks[p.member].entry;
+        const SegmentPiece& sp = seg.pieces[0];
+        const Piece& p = call.pieces[sp.member];
         const double t0 = timed ? steady_seconds() : 0;
-        char* out = bytes_at(e.output.data, p.offset);
+        char* out = bytes_at(p.out, sp.offset);
         const void* send = MPI_IN_PLACE;
         if (!pre.identity()) {
-          scale_into(dtype, bytes_at(e.input.data, p.offset), out, count, pre);
-        } else if (e.input.data != e.output.data) {
-          send = bytes_at(e.input.data, p.offset);
+          scale_into(dtype, bytes_at(p.in, sp.offset), out, count, pre);
+        } else if (p.in != p.out) {
+          send = bytes_at(p.in, sp.offset);
         }
-        Status s = reducer_->reduce(send, out, count, type, op);
+        s = reducer_->reduce(send, out, count, type, op);
         if (!s.ok()) return s;
         if (!post.identity()) scale_into(dtype, out, out, count, post);
-        if (timed) log.record(p.member, Phase::kCollective, t0, steady_seconds());
+        if (timed) log.record(sp.member, Phase::kCollective, t0, steady_seconds());
         continue;
       }
       const double t0 = timed ? steady_seconds() : 0;
-      for (const SegmentPiece& p : seg.pieces) {
-        scale_into(dtype, bytes_at(tasks[p.member].entry->input.data, p.offset),
-                   staging_.data() + p.staging_offset, p.bytes / elem, pre);
+      for (const SegmentPiece& sp : seg.pieces) {
+        scale_into(dtype, bytes_at(call.pieces[sp.member].in, sp.offset), staging_.data() + sp.staging_offset,
+                   sp.bytes / elem, pre);
       }
       const double t1 = timed ? steady_seconds() : 0;
-      Status s = reducer_->reduce(MPI_IN_PLACE, staging_.data(), count, type, op);
+      s = reducer_->reduce(MPI_IN_PLACE, staging_.data(), count, type, op);
       if (!s.ok()) return s;
       const double t2 = timed ? steady_seconds() : 0;
-      for (const SegmentPiece& p : seg.pieces) {
-        scale_into(dtype, staging_.data() + p.staging_offset, bytes_at(tasks[p.member].entry->output.data, p.offset),
-                   p.bytes / elem, post);
+      for (const SegmentPiece& sp : seg.pieces) {
+        scale_into(dtype, staging_.data() + sp.staging_offset, bytes_at(call.pieces[sp.member].out, sp.offset),
+                   sp.bytes / elem, post);
       }
       if (timed) {
         const double t3 = steady_seconds();
-        for (const SegmentPiece& p : seg.pieces) {
-          log.record(p.member, Phase::kPack, t0, t1);
-          log.record(p.member, Phase::kCollective, t1, t2);
-          log.record(p.member, Phase::kUnpack, t2, t3);
+        for (const SegmentPiece& sp : seg.pieces) {
+          log.record(sp.member, Phase::kPack, t0, t1);
+          log.record(sp.member, Phase::kCollective, t1, t2);
+          log.record(sp.member, Phase::kUnpack, t2, t3);
         }
       }
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "comm/joined.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
 
@@ -14,23 +15,24 @@ class MpiBroadcast : public Collective {
  public:
   MpiBroadcast(const MpiContext& mpi, const CpuTuning& tuning) : mpi_(mpi), tuning_(tuning) {}
   const char* name() const override { return "MPI_BCAST"; }
-  bool accepts(const Response& r) const override {
-    return r.kind == OpKind::kBroadcast && r.device == DeviceType::kCPU;
+  bool accepts(OpKind kind, DeviceType device) const override {
+    return kind == OpKind::kBroadcast && device == DeviceType::kCPU;
   }
 
-  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
-    const Response& r = *tasks[0].response;
-    TensorEntry& e = *tasks[0].entry;
-    const int64_t bytes = r.size_bytes();
-    if (mpi_.topology().rank == r.root && e.input.data != e.output.data && bytes > 0) {
-      std::memcpy(e.output.data, e.input.data, static_cast<size_t>(bytes));
+  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>*) override {
+    Status s = prepare_host_joined_pieces(call);
+    if (!s.ok()) return s;
+    const Piece& p = call.pieces[0];
+    const int64_t bytes = call.size_bytes();
+    if (mpi_.topology().rank == call.root && p.in != p.out && bytes > 0) {
+      std::memcpy(p.out, p.in, static_cast<size_t>(bytes));
     }
     const int64_t step = tuning_.segment_bytes > 0 ? std::min<int64_t>(tuning_.segment_bytes, INT_MAX) : INT_MAX;
     const double t0 = steady_seconds();
     for (int64_t off = 0; off < bytes; off += step) {
       const int n = static_cast<int>(std::min(step, bytes - off));
       KOLO_MPI_RETURN_IF_ERROR(
-          MPI_Bcast(static_cast<char*>(e.output.data) + off, n, MPI_BYTE, r.root, mpi_.data()), "MPI_Bcast");
+          MPI_Bcast(static_cast<char*>(p.out) + off, n, MPI_BYTE, call.root, mpi_.data()), "MPI_Bcast");
     }
     log.record(0, Phase::kCollective, t0, steady_seconds());
     return Status::OK();

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/topology.h"
-#include "kolo/kolo.h"
+#include "kolo/types.h"
 
 namespace kolo {
 

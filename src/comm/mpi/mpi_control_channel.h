@@ -4,7 +4,7 @@
 
 #include <mpi.h>
 
-#include "engine/control_channel.h"
+#include "comm/control_channel.h"
 
 namespace kolo {
 

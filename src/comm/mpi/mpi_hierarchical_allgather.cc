@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
+#include "cpu/host_memory.h"
 
 namespace kolo {
 namespace {
@@ -20,16 +21,15 @@ class MpiHierarchicalAllgather : public Collective {
     }
   }
   const char* name() const override { return "MPI_HIERARCHICAL_ALLGATHER"; }
-  bool accepts(const Response& r) const override {
-    return r.kind == OpKind::kAllgather && r.device == DeviceType::kCPU;
+  bool accepts(OpKind kind, DeviceType device) const override {
+    return kind == OpKind::kAllgather && device == DeviceType::kCPU;
   }
 
-  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
-    const Response& r = *tasks[0].response;
-    TensorEntry& e = *tasks[0].entry;
-    Status s = allocate_output(e, r.shape);
-    if (!s.ok() || r.size_bytes() == 0) return s;
-    const int64_t row_bytes = r.size_bytes() / r.shape[0];
+  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>*) override {
+    Piece& p = call.pieces[0];
+    Status s = call.allocate(0, call.shape, host_memory, &p.out);
+    if (!s.ok() || call.size_bytes() == 0) return s;
+    const int64_t row_bytes = call.size_bytes() / call.shape[0];
     const Topology& t = mpi_.topology();
     const auto& hosts = mpi_.host_members();
     const std::vector<int>& mine = hosts[static_cast<size_t>(t.cross_rank)];
@@ -40,23 +40,23 @@ class MpiHierarchicalAllgather : public Collective {
     int64_t before_my_host = 0;
     for (size_t h = 0; h < hosts.size(); ++h) {
       int64_t n = 0;
-      for (int q : hosts[h]) n += r.first_dims[static_cast<size_t>(q)];
+      for (int q : hosts[h]) n += call.first_dims[static_cast<size_t>(q)];
       host_rows.push_back(n);
       if (static_cast<int>(h) < t.cross_rank) before_my_host += n;
     }
-    for (int q : mine) local_rows.push_back(r.first_dims[static_cast<size_t>(q)]);
+    for (int q : mine) local_rows.push_back(call.first_dims[static_cast<size_t>(q)]);
 
-    char* gathered = static_cast<char*>(e.output.data);
+    char* gathered = static_cast<char*>(p.out);
     if (!in_world_order_) {
-      scratch_.resize(static_cast<size_t>(r.size_bytes()));
+      scratch_.resize(static_cast<size_t>(call.size_bytes()));
       gathered = scratch_.data();
     }
     VectorLayout local, cross;
-    s = make_vector_layout(local_rows, row_bytes, r.name, &local);
-    if (s.ok()) s = make_vector_layout(host_rows, row_bytes, r.name, &cross);
+    s = make_vector_layout(local_rows, row_bytes, p.name, &local);
+    if (s.ok()) s = make_vector_layout(host_rows, row_bytes, p.name, &cross);
     if (!s.ok()) return s;
     char* my_host_block = gathered + before_my_host * row_bytes;
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(e.input.data, local.counts[t.local_rank], local.type, my_host_block,
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(p.in, local.counts[t.local_rank], local.type, my_host_block,
                                             local.counts.data(), local.displs.data(), local.type, mpi_.local()),
                              "MPI_Allgatherv (inside the host)");
     if (t.local_rank == 0 && t.cross_size > 1) {
@@ -66,7 +66,7 @@ class MpiHierarchicalAllgather : public Collective {
     }
     if (t.cross_size > 1) {
       // The whole result from the host's first rank, in pieces MPI's int counts can hold.
-      const int64_t total = r.size_bytes();
+      const int64_t total = call.size_bytes();
       for (int64_t off = 0; off < total; off += INT32_MAX) {
         const int n = static_cast<int>(std::min<int64_t>(INT32_MAX, total - off));
         KOLO_MPI_RETURN_IF_ERROR(MPI_Bcast(gathered + off, n, MPI_BYTE, 0, mpi_.local()), "MPI_Bcast (inside the host)");
@@ -74,13 +74,13 @@ class MpiHierarchicalAllgather : public Collective {
     }
     if (!in_world_order_) {
       // Move each rank's rows to its place in world order.
-      std::vector<int64_t> world_offset(r.first_dims.size() + 1, 0);
-      for (size_t q = 0; q < r.first_dims.size(); ++q) world_offset[q + 1] = world_offset[q] + r.first_dims[q];
+      std::vector<int64_t> world_offset(call.first_dims.size() + 1, 0);
+      for (size_t q = 0; q < call.first_dims.size(); ++q) world_offset[q + 1] = world_offset[q] + call.first_dims[q];
       int64_t at = 0;
       for (const auto& members : hosts) {
         for (int q : members) {
-          const int64_t rows = r.first_dims[static_cast<size_t>(q)];
-          std::memcpy(static_cast<char*>(e.output.data) + world_offset[static_cast<size_t>(q)] * row_bytes,
+          const int64_t rows = call.first_dims[static_cast<size_t>(q)];
+          std::memcpy(static_cast<char*>(p.out) + world_offset[static_cast<size_t>(q)] * row_bytes,
                       gathered + at * row_bytes, static_cast<size_t>(rows * row_bytes));
           at += rows;
         }

@@ -13,40 +13,39 @@ class MpiReducescatter : public Collective {
  public:
   explicit MpiReducescatter(const MpiContext& mpi) : mpi_(mpi) {}
   const char* name() const override { return "MPI_REDUCE_SCATTER"; }
-  bool accepts(const Response& r) const override {
-    return r.kind == OpKind::kReducescatter && r.device == DeviceType::kCPU;
+  bool accepts(OpKind kind, DeviceType device) const override {
+    return kind == OpKind::kReducescatter && device == DeviceType::kCPU;
   }
 
-  Status run(const std::vector<Task>& tasks, PhaseLog& log) override {
-    const Response& r = *tasks[0].response;
-    TensorEntry& e = *tasks[0].entry;
+  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>*) override {
+    const Piece& p = call.pieces[0];
     const int size = mpi_.topology().size;
-    const DataType dtype = r.dtype;
+    const DataType dtype = call.dtype;
     int64_t row_elems = 1;
-    for (size_t i = 1; i < r.shape.size(); ++i) row_elems *= r.shape[i];
+    for (size_t i = 1; i < call.shape.size(); ++i) row_elems *= call.shape[i];
     std::vector<int> counts(static_cast<size_t>(size));
     for (int q = 0; q < size; ++q) {
-      const int64_t n = reducescatter_rows(r.shape[0], q, size) * row_elems;
+      const int64_t n = reducescatter_rows(call.shape[0], q, size) * row_elems;
       if (n > INT_MAX) {
-        return Status::Unsupported("tensor '" + r.name + "' is too large for MPI's int counts");
+        return Status::Unsupported("tensor '" + p.name + "' is too large for MPI's int counts");
       }
       counts[q] = static_cast<int>(n);
     }
-    const void* send = e.input.data;
-    const bool prescaled = dtype_is_floating(dtype) && r.prescale != 1.0;
+    const void* send = p.in;
+    const bool prescaled = dtype_is_floating(dtype) && call.prescale != 1.0;
     if (prescaled) {
       // The input is the caller's: scale a copy.
-      scratch_.resize(static_cast<size_t>(r.size_bytes()));
-      scale_into(dtype, e.input.data, scratch_.data(), r.num_elements(), Scaling{r.prescale, 1});
+      scratch_.resize(static_cast<size_t>(call.size_bytes()));
+      scale_into(dtype, p.in, scratch_.data(), call.num_elements(), Scaling{call.prescale, 1});
       send = scratch_.data();
     }
     const double t0 = steady_seconds();
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send, e.output.data, counts.data(), mpi_.datatype(dtype),
-                                                mpi_.op(dtype, r.reduce_op), mpi_.data()),
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send, p.out, counts.data(), mpi_.datatype(dtype),
+                                                mpi_.op(dtype, call.reduce_op), mpi_.data()),
                              "MPI_Reduce_scatter");
-    const Scaling post = post_scaling(dtype, r.reduce_op, r.postscale, size);
+    const Scaling post = post_scaling(dtype, call.reduce_op, call.postscale, size);
     const int me = mpi_.topology().rank;
-    scale_into(dtype, e.output.data, e.output.data, counts[me], post);
+    scale_into(dtype, p.out, p.out, counts[me], post);
     log.record(0, Phase::kCollective, t0, steady_seconds());
     return Status::OK();
   }

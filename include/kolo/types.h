@@ -1,0 +1,51 @@
+// kolo's vocabulary: the types every layer speaks (the API, the engine, the ways bytes move), kept
+// apart from the API's functions so that lower layers need not include the API.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kolo/export.h"
+#include "kolo/status.h"
+#include "kolo/tensor.h"
+
+namespace kolo {
+
+// KOLO_* settings that take precedence over the environment, e.g. {{"KOLO_FUSION_THRESHOLD_BYTES", "0"}}.
+using Settings = std::map<std::string, std::string>;
+
+// Values are part of the C ABI and wire format: append, never renumber.
+enum class ReduceOp : int32_t {
+  kSum = 0,
+  kAverage = 1,  // sum divided by the number of ranks (integers: truncated, as C does)
+  kMin = 2,
+  kMax = 3,
+  kProduct = 4,
+};
+constexpr int kNumReduceOps = 5;
+KOLO_EXPORT const char* reduce_op_name(ReduceOp op);
+
+// Runs on kolo's thread once an enqueued operation has finished, successfully or not, before wait()
+// returns. Not called for a call rejected at once (its handle carries the error).
+using DoneCallback = std::function<void(const Status&)>;
+// For operations whose output shape is known only once the ranks agree (allgather, alltoall): called
+// on kolo's thread with that shape; fills `out` with memory of that shape, dtype and device.
+using OutputAllocator = std::function<Status(const std::vector<int64_t>& shape, TensorView* out)>;
+
+// What an operation produced beyond its status.
+struct Output {
+  TensorView view;                        // the result (allgather, alltoall)
+  std::shared_ptr<void> storage;          // owns `view`'s memory when kolo allocated it
+  std::vector<int64_t> received_splits;   // alltoall: rows received from each rank
+  int last_joined_rank = -1;              // join: the last rank to join
+};
+
+// Reducescatter's rows for `rank`: divided as evenly as possible, lower ranks taking one extra row
+// when they do not divide.
+KOLO_EXPORT int64_t reducescatter_rows(int64_t total_rows, int rank, int size);
+
+}  // namespace kolo

@@ -1,0 +1,35 @@
+// The vocabulary's helpers (kolo/types.h, common/op_kind.h).
+#include "common/op_kind.h"
+#include "kolo/types.h"
+
+namespace kolo {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "Sum";
+    case ReduceOp::kAverage: return "Average";
+    case ReduceOp::kMin: return "Min";
+    case ReduceOp::kMax: return "Max";
+    case ReduceOp::kProduct: return "Product";
+  }
+  return "an unknown reduce op";
+}
+
+int64_t reducescatter_rows(int64_t total_rows, int rank, int size) {
+  return total_rows / size + (rank < total_rows % size ? 1 : 0);
+}
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllreduce: return "allreduce";
+    case OpKind::kAllgather: return "allgather";
+    case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kAlltoall: return "alltoall";
+    case OpKind::kReducescatter: return "reducescatter";
+    case OpKind::kBarrier: return "barrier";
+    case OpKind::kJoin: return "join";
+  }
+  return "invalid op";
+}
+
+}  // namespace kolo
