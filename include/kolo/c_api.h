@@ -109,6 +109,10 @@ KOLO_EXPORT int32_t kolo_poll(kolo_handle handle);
  * KOLO_TIMEOUT the handle stays valid. output may be NULL; else *output receives a kolo_output
  * (free it with kolo_output_free) or NULL when the op produced nothing beyond its status. */
 KOLO_EXPORT int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output);
+/* GPU ops: waits only until kolo has launched the op on the GPU, then makes `stream` (a
+ * cudaStream_t; NULL: the default stream) wait for it on the device, and releases the handle (see
+ * kolo::wait_on_stream). Host ops: as kolo_wait without a timeout. */
+KOLO_EXPORT int32_t kolo_wait_on_stream(kolo_handle handle, void* stream, kolo_output** output);
 
 KOLO_EXPORT void* kolo_output_data(const kolo_output* output);
 KOLO_EXPORT int32_t kolo_output_ndim(const kolo_output* output);

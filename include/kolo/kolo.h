@@ -118,6 +118,12 @@ KOLO_EXPORT Handle join_async(const DoneCallback& on_done = {});
 KOLO_EXPORT Status wait(Handle handle, Output* output = nullptr);
 // As wait(), but gives up after timeout_seconds with kTimeout and keeps the handle.
 KOLO_EXPORT Status wait_for(Handle handle, double timeout_seconds, Output* output = nullptr);
+// For GPU ops: the host waits only until kolo has launched the op's work on the GPU, then `stream`
+// (a cudaStream_t; null: the default stream) waits for that work on the device, and the handle is
+// released as by wait(). A training step thus queues what follows without blocking on the
+// collective. The output is final; an error the GPU meets afterwards is logged and fails kolo's
+// later GPU ops. For host ops, and ops that ended before launch (an error), as wait().
+KOLO_EXPORT Status wait_on_stream(Handle handle, void* stream, Output* output = nullptr);
 // std::nullopt while the operation is in flight; its status once done. Does not release the handle.
 KOLO_EXPORT std::optional<Status> poll(Handle handle);
 

@@ -156,16 +156,30 @@ int32_t kolo_poll(kolo_handle handle) {
   return 1;
 }
 
-int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output) {
-  kolo::Output out;
-  const kolo::Status s = timeout_seconds < 0 ? kolo::wait(kolo::Handle(handle), &out)
-                                             : kolo::wait_for(kolo::Handle(handle), timeout_seconds, &out);
+namespace {
+
+int32_t hand_over(const kolo::Status& s, kolo::Output out, kolo_output** output) {
   if (output != nullptr) {
     const bool produced = out.storage != nullptr || out.view.data != nullptr || !out.received_splits.empty() ||
                           !out.view.shape.empty() || out.last_joined_rank >= 0;
     *output = produced ? new kolo_output{std::move(out)} : nullptr;
   }
   return report(s);
+}
+
+}  // namespace
+
+int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output) {
+  kolo::Output out;
+  const kolo::Status s = timeout_seconds < 0 ? kolo::wait(kolo::Handle(handle), &out)
+                                             : kolo::wait_for(kolo::Handle(handle), timeout_seconds, &out);
+  return hand_over(s, std::move(out), output);
+}
+
+int32_t kolo_wait_on_stream(kolo_handle handle, void* stream, kolo_output** output) {
+  kolo::Output out;
+  const kolo::Status s = kolo::wait_on_stream(kolo::Handle(handle), stream, &out);
+  return hand_over(s, std::move(out), output);
 }
 
 void* kolo_output_data(const kolo_output* o) { return o ? o->output.view.data : nullptr; }

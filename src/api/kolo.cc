@@ -8,6 +8,9 @@
 #include "common/clock.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "engine/validation.h"
+#if KOLO_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 #ifndef KOLO_VERSION
 #define KOLO_VERSION "0.0.0"
@@ -25,6 +28,7 @@ std::string name_or_auto(const std::string& name, OpKind kind) {
 
 struct Call {
   std::shared_ptr<Engine> engine;
+  std::shared_ptr<DeviceContext> device;  // null without GPU support
   CallSite site;
 };
 
@@ -39,6 +43,7 @@ Status begin(const std::string& name, OpKind kind, Call* call) {
     return Status::NotInitialized(std::string(op_kind_name(kind)) + " of tensor '" + call->site.name +
                                   "': " + rt.not_running_reason());
   }
+  call->device = rt.device();
   call->site.rank = call->engine->topology().rank;
   call->site.size = call->engine->topology().size;
   call->site.collectives = &call->engine->collectives();
@@ -63,6 +68,16 @@ std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& inpu
 }
 
 Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_done) {
+  if (e->input.device.type == DeviceType::kCUDA && call.device != nullptr) {
+    // On the caller's thread, now: the collective starts on the device after what the caller has
+    // queued so far on the tensor's stream, without the host waiting for it.
+    Status s = call.device->record_ready(e->input, &e->ready_owner);
+    if (!s.ok()) {
+      return rejected(Status(s.code(), std::string(op_kind_name(call.site.kind)) + " of tensor '" + call.site.name +
+                                           "' on rank " + std::to_string(call.site.rank) + ": " + s.message()));
+    }
+    e->ready_event = e->ready_owner.get();
+  }
   e->on_done = std::move(on_done);
   e->handle = Runtime::instance().handles().create();
   const Handle h(e->handle);
@@ -177,6 +192,14 @@ Status wait_for(Handle handle, double timeout_seconds, Output* output) {
   return Runtime::instance().handles().wait(handle.id(), timeout_seconds < 0 ? 0 : timeout_seconds, output);
 }
 
+Status wait_on_stream(Handle handle, void* stream, Output* output) {
+  std::shared_ptr<void> done;
+  Status s = Runtime::instance().handles().wait_launched(handle.id(), &done, output);
+  if (!s.ok() || done == nullptr) return s;
+  std::shared_ptr<DeviceBackend> backend = Runtime::instance().device_backend();
+  return backend->wait(stream, done.get());
+}
+
 std::optional<Status> poll(Handle handle) { return Runtime::instance().handles().poll(handle.id()); }
 
 Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
@@ -215,6 +238,12 @@ BuildInfo build_info() {
   BuildInfo info;
   info.version = KOLO_VERSION;
   info.mpi_version = mpi_library_version();
+#if KOLO_HAVE_CUDA
+  info.cuda = true;
+  info.cuda_version = cuda_build_version();
+  info.nccl = true;
+  info.nccl_version = nccl_build_version();
+#endif
   return info;
 }
 

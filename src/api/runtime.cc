@@ -3,11 +3,22 @@
 #include <cstdlib>
 
 #include "comm/barrier.h"
+#include "comm/device/device_collectives.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_control_channel.h"
 #include "common/logging.h"
+#if KOLO_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace kolo {
+namespace {
+
+// How long NCCL may take to make a communicator, or to accept a call, before kolo gives up on it
+// (a peer that never comes, or froze).
+constexpr double kDeviceCommTimeoutSeconds = 120.0;
+
+}  // namespace
 
 Runtime& Runtime::instance() {
   // Never destroyed: kolo's thread may outlive static destruction until at_exit stops it.
@@ -74,6 +85,7 @@ Status Runtime::init(const Settings& overrides) {
   registry->add(make_mpi_alltoall(*context_));
   registry->add(make_mpi_reducescatter(*context_));
   registry->add(make_negotiated_barrier());
+  add_device_collectives(config, hierarchical_allreduce, registry.get());
 
   engine_ = std::make_shared<Engine>(config, topo, std::make_unique<MpiControlChannel>(context_->control()),
                                      std::move(registry), std::move(timeline), &handles_);
@@ -83,6 +95,33 @@ Status Runtime::init(const Settings& overrides) {
                                        << " of " << topo.local_size << ", host " << topo.cross_rank << " of "
                                        << topo.cross_size);
   return Status::OK();
+}
+
+void Runtime::add_device_collectives(const Config& config, bool hierarchical_allreduce, CollectiveRegistry* registry) {
+  if (!backend_chosen_) {
+#if KOLO_HAVE_CUDA
+    backend_ = make_cuda_backend(kDeviceCommTimeoutSeconds);
+#endif
+    backend_chosen_ = true;
+  }
+  if (!backend_) {
+    registry->set_unsupported_reason(DeviceType::kCUDA, "this kolo was built without CUDA and NCCL");
+    return;
+  }
+  Status usable = backend_->usable();
+  if (!usable.ok()) {
+    registry->set_unsupported_reason(DeviceType::kCUDA, usable.message());
+    KOLO_LOG(kDebug, "GPU tensors are not supported: " << usable.message());
+    return;
+  }
+  device_ = std::make_shared<DeviceContext>(backend_, *context_);
+  DeviceContext& d = *device_;
+  registry->add(hierarchical_allreduce ? make_device_hierarchical_allreduce(d) : make_device_allreduce(d));
+  registry->add(config.hierarchical_allgather ? make_device_hierarchical_allgather(d) : make_device_allgather(d));
+  registry->add(make_device_broadcast(d));
+  registry->add(make_device_alltoall(d));
+  registry->add(make_device_reducescatter(d));
+  KOLO_LOG(kInfo, "GPU collectives through " << backend_->description());
 }
 
 Status Runtime::shutdown() {
@@ -97,9 +136,32 @@ Status Runtime::shutdown() {
   // Callers that copied the pointer keep the object alive but find it stopped; the collectives
   // refer to the MPI context, so the engine must be gone before it is.
   engine.reset();
+  std::shared_ptr<DeviceContext> device;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    device = std::move(device_);
+  }
+  // The device's communicators and stream go before MPI's context (their ids travelled over it).
+  device.reset();
   std::lock_guard<std::mutex> lock(mu_);
   context_.reset();
   return Status::OK();
+}
+
+std::shared_ptr<DeviceContext> Runtime::device() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return device_;
+}
+
+std::shared_ptr<DeviceBackend> Runtime::device_backend() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return backend_;
+}
+
+void Runtime::use_device_backend(std::shared_ptr<DeviceBackend> backend) {
+  std::lock_guard<std::mutex> lock(mu_);
+  backend_ = std::move(backend);
+  backend_chosen_ = true;
 }
 
 bool Runtime::initialized() {

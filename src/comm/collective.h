@@ -102,9 +102,9 @@ class Completion {
   virtual ~Completion() = default;
   // std::nullopt while the work runs; its outcome once it has ended. Never blocks.
   virtual std::optional<Status> poll() = 0;
-  // An event recorded after the work, which a framework's stream may wait on instead of the host
-  // waiting (device work); null otherwise.
-  virtual void* done_event() const { return nullptr; }
+  // Device work: an event recorded after it, which a framework's stream may wait on instead of the
+  // host waiting (get() is the DeviceEvent; the owner keeps it valid). Null for host work.
+  virtual std::shared_ptr<void> done_event() const { return nullptr; }
   // Once poll() has given an outcome: the phases as measured where the work ran.
   virtual void record_phases(PhaseLog& log) {}
   // The engine is stopping and the work has not ended within its bound: stop it, so that nothing

@@ -1,27 +1,38 @@
 // IEEE 754 binary16 (float16) and bfloat16 conversions, round-to-nearest-even, NaN kept a NaN.
-// MPI has no 16-bit float types, so kolo reduces them by widening to float and narrowing back.
+// MPI has no 16-bit float types, so kolo reduces them by widening to float and narrowing back. The
+// same functions run in kolo's GPU kernels (KOLO_HD), so both paths round alike, bit for bit.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "common/hd.h"
+
 namespace kolo {
 
-inline uint32_t float_bits(float f) {
+KOLO_HD inline uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
+#endif
 }
 
-inline float bits_float(uint32_t u) {
+KOLO_HD inline float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+#endif
 }
 
-inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+KOLO_HD inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
 
-inline uint16_t float_to_bf16(float f) {
+KOLO_HD inline uint16_t float_to_bf16(float f) {
   uint32_t u = float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) {
     return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN, sign and payload top bits kept
@@ -31,7 +42,7 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-inline float fp16_to_float(uint16_t h) {
+KOLO_HD inline float fp16_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
@@ -47,7 +58,7 @@ inline float fp16_to_float(uint16_t h) {
   return bits_float(sign | ((112u - static_cast<uint32_t>(e)) << 23) | ((mant & 0x3ffu) << 13));
 }
 
-inline uint16_t float_to_fp16(float f) {
+KOLO_HD inline uint16_t float_to_fp16(float f) {
   const uint32_t u = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;

@@ -157,10 +157,24 @@ void Executor::launch(std::unique_ptr<Group> owned) {
   } else {
     status = group.collective->run(call, *group.log, &group.completion);
   }
+  if (status.ok()) {
+    // What the collective reported beyond the outputs is final once it has launched.
+    for (TensorEntry* e : group.entries) {
+      if (e == nullptr) continue;
+      if (call.kind == OpKind::kAlltoall) e->result.received_splits = call.received_splits;
+      if (call.kind == OpKind::kJoin) e->result.last_joined_rank = call.last_joined_rank;
+    }
+  }
   if (!status.ok()) {
     group.completion.reset();
     KOLO_LOG(kError, "collective for tensor '" << call.name() << "' failed: " << status.message());
   } else if (group.completion != nullptr) {
+    // Device work: a caller may let its own stream wait for it from now on (wait_on_stream).
+    if (std::shared_ptr<void> done = group.completion->done_event()) {
+      for (TensorEntry* e : group.entries) {
+        if (e != nullptr && e->deferred_error.ok()) handles_->launched(e->handle, done, e->result);
+      }
+    }
     running_.push_back(std::move(owned));
     return;
   }
@@ -185,8 +199,6 @@ void Executor::end(Group& group, const Status& status) {
   for (size_t i = 0; i < call.pieces.size(); ++i) {
     TensorEntry* e = group.entries[i];
     if (e == nullptr) continue;  // a joined piece: nobody waits on it
-    if (call.kind == OpKind::kAlltoall) e->result.received_splits = call.received_splits;
-    if (call.kind == OpKind::kJoin) e->result.last_joined_rank = call.last_joined_rank;
     finish(queue_->remove(call.pieces[i].name), status, handles_);
   }
 }

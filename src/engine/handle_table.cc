@@ -29,8 +29,39 @@ void HandleTable::complete(int64_t handle, Status status, Output output) {
     it->second.done = true;
     it->second.status = std::move(status);
     it->second.output = std::move(output);
+    it->second.done_event.reset();  // ended: nobody need wait on the device for it
   }
   cv_.notify_all();
+}
+
+void HandleTable::launched(int64_t handle, std::shared_ptr<void> done_event, const Output& output) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(handle);
+    if (it == states_.end() || it->second.done) return;
+    it->second.done_event = std::move(done_event);
+    it->second.output = output;
+  }
+  cv_.notify_all();
+}
+
+Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_event, Output* output) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) {
+    return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+                                   " (never issued, or already waited on)");
+  }
+  cv_.wait(lock, [&] {
+    const State& s = states_.at(handle);
+    return s.done || s.done_event != nullptr;
+  });
+  it = states_.find(handle);
+  Status status = std::move(it->second.status);
+  if (!it->second.done) *done_event = std::move(it->second.done_event);
+  if (output != nullptr) *output = std::move(it->second.output);
+  states_.erase(it);
+  return status;
 }
 
 Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output) {

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -17,10 +18,17 @@ class HandleTable {
   int64_t create();                       // in flight
   int64_t create_done(Status status);     // already ended (a call rejected at enqueue)
   void complete(int64_t handle, Status status, Output output);
+  // The op's device work has been launched: `done_event` fires when it has ended, and `output` is
+  // final already. A caller may then have its own stream wait instead of the host (wait_launched).
+  void launched(int64_t handle, std::shared_ptr<void> done_event, const Output& output);
 
   // Blocks until done, or `timeout_seconds` (< 0: no limit) pass. Releases the handle when done.
   Status wait(int64_t handle, double timeout_seconds, Output* output);
   std::optional<Status> poll(int64_t handle);
+  // Blocks until the op has ended or its device work has been launched. Ended: as wait(), and
+  // *done_event is left null. Launched: OK, *done_event set, the output handed over and the handle
+  // released (its completion, later, finds nobody waiting).
+  Status wait_launched(int64_t handle, std::shared_ptr<void>* done_event, Output* output);
   size_t size();
 
  private:
@@ -28,6 +36,7 @@ class HandleTable {
     bool done = false;
     Status status;
     Output output;
+    std::shared_ptr<void> done_event;  // set once the device work has been launched
   };
   std::mutex mu_;
   std::condition_variable cv_;

@@ -4,29 +4,8 @@
 
 #include <cstdio>
 
+#include "failure_printer.h"
 #include "kolo/kolo.h"
-
-namespace {
-
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (!r.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
-                 r.message());
-  }
-  void OnTestEnd(const ::testing::TestInfo& info) override {
-    if (info.result()->Failed()) {
-      std::fprintf(stderr, "[rank %d] FAILED %s.%s\n", rank_, info.test_suite_name(), info.name());
-    }
-  }
-
- private:
-  int rank_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -35,12 +14,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kolo::init failed: %s\n", s.to_string().c_str());
     return 1;
   }
-  const int rank = kolo::rank();
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new FailurePrinter(rank));
-  }
+  kolo::testing::print_failures_only_unless_rank_0(kolo::rank());
   const int rc = RUN_ALL_TESTS();
   kolo::shutdown();
   return rc;

@@ -1,0 +1,168 @@
+// Allreduce of GPU tensors, fused or alone, on the communication stream: wait for the producers'
+// ready events, pack every tensor into the fusion buffer with one batched copy (prescale on the
+// way), reduce, unpack with one batched copy (postscale, an Average's division), record the done
+// event. A lone tensor is reduced where it lies. Hierarchical: reduce-scatter inside the host,
+// allreduce of each block across hosts among the ranks of one local rank, allgather inside the host.
+#include <algorithm>
+
+#include "comm/device/device_collectives.h"
+#include "comm/device/device_work.h"
+#include "cpu/kernels.h"
+
+namespace kolo {
+namespace {
+
+// Offsets of tensors in the fusion buffer are multiples of 16 bytes, so the batched copy's
+// vector loads and stores line up.
+constexpr int64_t kAlign = 16;
+
+int64_t align_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+class DeviceAllreduce : public Collective {
+ public:
+  DeviceAllreduce(DeviceContext& context, bool hierarchical)
+      : context_(context),
+        hierarchical_(hierarchical),
+        name_(context.library() + (hierarchical ? "_HIERARCHICAL_ALLREDUCE" : "_ALLREDUCE")) {}
+
+  const char* name() const override { return name_.c_str(); }
+  bool accepts(OpKind kind, DeviceType device) const override {
+    return kind == OpKind::kAllreduce && device == DeviceType::kCUDA;
+  }
+
+  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) override {
+    return run_on_device(context_, call, log, pending, [&](DeviceWork& work) {
+      return hierarchical_ || call.pieces.size() > 1 ? fused(call, work) : alone(call, work);
+    });
+  }
+
+ private:
+  struct Scalings {
+    CopyTransform pre, post;
+    ReduceOp op;
+  };
+
+  Scalings scalings_of(const CollectiveCall& call) const {
+    const DataType d = call.dtype;
+    const int contributors = call.contributors > 0 ? call.contributors : context_.mpi().topology().size;
+    const Scaling post = post_scaling(d, call.reduce_op, call.postscale, contributors);
+    Scalings s;
+    s.pre = CopyTransform{d, d, dtype_is_floating(d) ? call.prescale : 1.0, 1, call.reduce_op};
+    s.post = CopyTransform{d, d, post.factor, post.divisor, call.reduce_op};
+    // An Average is a sum divided afterwards, as on the CPU, so integers truncate alike.
+    s.op = call.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : call.reduce_op;
+    return s;
+  }
+
+  static bool identity(const CopyTransform& t) { return t.scale == 1.0 && t.divisor == 1; }
+
+  Status alone(CollectiveCall& call, DeviceWork& work) {
+    const Piece& p = call.pieces[0];
+    const Scalings sc = scalings_of(call);
+    const int64_t count = p.bytes / static_cast<int64_t>(dtype_size(call.dtype));
+    DeviceBackend& b = context_.backend();
+    const void* send = p.in;
+    Status s;
+    if (!identity(sc.pre)) {
+      s = b.batched_copy({CopyPiece{p.in, p.out, count}}, sc.pre, context_.stream());
+      send = p.out;
+    }
+    if (s.ok()) s = work.mark(Phase::kPack);
+    DeviceComm* comm = nullptr;
+    if (s.ok()) s = context_.comm(DeviceContext::Group::kWorld, &comm);
+    if (!s.ok()) return s;
+    work.uses(comm);
+    if (count > 0) s = comm->allreduce(send, p.out, count, call.dtype, sc.op, context_.stream());
+    if (s.ok()) s = work.mark(Phase::kCollective);
+    if (s.ok() && !identity(sc.post)) s = b.batched_copy({CopyPiece{p.out, p.out, count}}, sc.post, context_.stream());
+    if (s.ok()) s = work.mark(Phase::kUnpack);
+    return s;
+  }
+
+  Status fused(CollectiveCall& call, DeviceWork& work) {
+    const int64_t elem = static_cast<int64_t>(dtype_size(call.dtype));
+    const Scalings sc = scalings_of(call);
+    std::vector<CopyPiece> pack, unpack;
+    pack.reserve(call.pieces.size());
+    unpack.reserve(call.pieces.size());
+    // Element offsets of each tensor in the buffer; the total padded so that it divides among the
+    // ranks of a host for the hierarchical reduce-scatter.
+    std::vector<int64_t> offsets;
+    int64_t at = 0;
+    for (const Piece& p : call.pieces) {
+      offsets.push_back(at);
+      at = align_up(at + p.bytes / elem, std::max<int64_t>(1, kAlign / elem));
+    }
+    const int local = hierarchical_ ? context_.mpi().topology().local_size : 1;
+    const int64_t total = align_up(at, local);
+    std::shared_ptr<void> buffer;
+    Status s = context_.fusion_buffer(total * elem, &buffer);
+    if (!s.ok()) return s;
+    work.keep(buffer);
+    char* base = static_cast<char*>(buffer.get());
+    for (size_t i = 0; i < call.pieces.size(); ++i) {
+      const Piece& p = call.pieces[i];
+      const int64_t n = p.bytes / elem;
+      pack.push_back(CopyPiece{p.in, base + offsets[i] * elem, n});
+      unpack.push_back(CopyPiece{base + offsets[i] * elem, p.out, n});
+    }
+    DeviceBackend& b = context_.backend();
+    s = b.batched_copy(pack, sc.pre, context_.stream());
+    if (s.ok()) s = work.mark(Phase::kPack);
+    if (s.ok()) s = hierarchical_ ? reduce_hierarchically(base, total, call.dtype, sc.op, work)
+                                  : reduce_flat(base, total, call.dtype, sc.op, work);
+    if (s.ok()) s = work.mark(Phase::kCollective);
+    if (s.ok()) s = b.batched_copy(unpack, sc.post, context_.stream());
+    if (s.ok()) s = work.mark(Phase::kUnpack);
+    return s;
+  }
+
+  Status reduce_flat(char* buffer, int64_t count, DataType dtype, ReduceOp op, DeviceWork& work) {
+    DeviceComm* world = nullptr;
+    Status s = context_.comm(DeviceContext::Group::kWorld, &world);
+    if (!s.ok() || count == 0) return s;
+    work.uses(world);
+    return world->allreduce(buffer, buffer, count, dtype, op, context_.stream());
+  }
+
+  // `count` divides by the local size. Each byte crosses between hosts once per host.
+  Status reduce_hierarchically(char* buffer, int64_t count, DataType dtype, ReduceOp op, DeviceWork& work) {
+    if (count == 0) return Status::OK();
+    const Topology& t = context_.mpi().topology();
+    const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+    const int64_t block = count / t.local_size;
+    char* mine = buffer + t.local_rank * block * elem;
+    DeviceComm *local = nullptr, *cross = nullptr;
+    Status s;
+    if (t.local_size > 1) s = context_.comm(DeviceContext::Group::kLocal, &local);
+    if (s.ok() && t.cross_size > 1) s = context_.comm(DeviceContext::Group::kCross, &cross);
+    if (!s.ok()) return s;
+    const DeviceStream stream = context_.stream();
+    if (local != nullptr) {
+      work.uses(local);
+      s = local->reducescatter(buffer, mine, block, dtype, op, stream);
+    }
+    if (s.ok() && cross != nullptr) {
+      work.uses(cross);
+      s = cross->allreduce(mine, mine, block, dtype, op, stream);
+    }
+    if (s.ok() && local != nullptr) s = local->allgather(mine, buffer, block, dtype, stream);
+    return s;
+  }
+
+  DeviceContext& context_;
+  const bool hierarchical_;
+  const std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_device_allreduce(DeviceContext& context) {
+  return std::make_unique<DeviceAllreduce>(context, false);
+}
+
+std::unique_ptr<Collective> make_device_hierarchical_allreduce(DeviceContext& context) {
+  return std::make_unique<DeviceAllreduce>(context, true);
+}
+
+}  // namespace kolo

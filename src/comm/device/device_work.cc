@@ -1,0 +1,101 @@
+#include "comm/device/device_work.h"
+
+#include <algorithm>
+
+#include "common/clock.h"
+
+namespace kolo {
+
+DeviceWork::DeviceWork(DeviceContext& context, bool timed) : context_(context), timed_(timed) {}
+
+Status DeviceWork::begin() {
+  if (!timed_) return Status::OK();
+  Status s = context_.event(true, &start_);
+  if (s.ok()) s = context_.backend().record(start_.get(), context_.stream());
+  return s;
+}
+
+Status DeviceWork::mark(Phase ended) {
+  if (!timed_) return Status::OK();
+  PooledEvent e;
+  Status s = context_.event(true, &e);
+  if (s.ok()) s = context_.backend().record(e.get(), context_.stream());
+  if (s.ok()) marks_.emplace_back(ended, std::move(e));
+  return s;
+}
+
+void DeviceWork::uses(DeviceComm* comm) {
+  if (std::find(comms_.begin(), comms_.end(), comm) == comms_.end()) comms_.push_back(comm);
+}
+
+Status DeviceWork::launch() {
+  Status s = context_.event(false, &done_);
+  if (s.ok()) s = context_.backend().record(done_.get(), context_.stream());
+  return s;
+}
+
+Status DeviceWork::fail(const Status& why) {
+  failed_ = why;
+  // A communicator that met an error may hold work that never ends: stop it, so that nothing
+  // writes to the callers' memory any more, and use none of them again.
+  for (DeviceComm* c : comms_) c->abort();
+  context_.poison(why);
+  return failed_;
+}
+
+std::optional<Status> DeviceWork::poll() {
+  if (!failed_.ok()) return failed_;
+  bool done = false;
+  Status s = context_.backend().query(done_.get(), &done);
+  if (!s.ok()) return fail(s);
+  if (done) {
+    ended_at_ = steady_seconds();
+    return Status::OK();
+  }
+  for (DeviceComm* c : comms_) {
+    s = c->async_error();
+    if (!s.ok()) return fail(s);
+  }
+  return std::nullopt;
+}
+
+void DeviceWork::record_phases(PhaseLog& log) {
+  if (!timed_ || marks_.empty()) return;
+  // The device measured the spans; they are placed so that the last ends when kolo saw the work end
+  // (within one engine cycle of the truth).
+  double total = 0.0;
+  if (!context_.backend().elapsed(start_.get(), marks_.back().second.get(), &total).ok()) return;
+  const double origin = ended_at_ - total;
+  double from = 0.0;
+  for (const auto& m : marks_) {
+    double to = 0.0;
+    if (!context_.backend().elapsed(start_.get(), m.second.get(), &to).ok()) return;
+    log.record_all(m.first, origin + from, origin + to);
+    from = to;
+  }
+}
+
+void DeviceWork::abort(const std::string& why) {
+  if (failed_.ok()) fail(Status::Aborted(why));
+}
+
+}  // namespace kolo
+
+namespace kolo {
+
+Status run_on_device(DeviceContext& context, CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending,
+                     const std::function<Status(DeviceWork&)>& enqueue) {
+  Status s = context.ensure(call.device, call.name());
+  if (s.ok()) s = prepare_joined_pieces(call, context.own_memory(), context.fill_identity());
+  if (s.ok()) s = context.wait_ready(call);
+  if (!s.ok()) return s;
+  auto work = std::make_unique<DeviceWork>(context, log.enabled());
+  s = work->begin();
+  if (s.ok()) s = enqueue(*work);
+  if (s.ok()) s = work->launch();
+  if (!s.ok()) return s;
+  *pending = std::move(work);
+  return Status::OK();
+}
+
+}  // namespace kolo

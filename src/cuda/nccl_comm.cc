@@ -1,0 +1,199 @@
+#include "cuda/nccl_comm.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "cuda/cuda_status.h"
+
+namespace kolo {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Status nccl_type(DataType dtype, ncclDataType_t* out) {
+  switch (dtype) {
+    case DataType::kUInt8: *out = ncclUint8; return Status::OK();
+    case DataType::kInt8: *out = ncclInt8; return Status::OK();
+    case DataType::kInt32: *out = ncclInt32; return Status::OK();
+    case DataType::kInt64: *out = ncclInt64; return Status::OK();
+    case DataType::kFloat16: *out = ncclFloat16; return Status::OK();
+    case DataType::kBFloat16: *out = ncclBfloat16; return Status::OK();
+    case DataType::kFloat32: *out = ncclFloat32; return Status::OK();
+    case DataType::kFloat64: *out = ncclFloat64; return Status::OK();
+  }
+  return Status::InvalidArgument("NCCL has no type for this dtype");
+}
+
+Status nccl_op(ReduceOp op, ncclRedOp_t* out) {
+  switch (op) {
+    case ReduceOp::kSum: *out = ncclSum; return Status::OK();
+    case ReduceOp::kMin: *out = ncclMin; return Status::OK();
+    case ReduceOp::kMax: *out = ncclMax; return Status::OK();
+    case ReduceOp::kProduct: *out = ncclProd; return Status::OK();
+    case ReduceOp::kAverage: break;  // kolo divides afterwards, as on the CPU
+  }
+  return Status::InvalidArgument(std::string("the device communicator takes no ") + reduce_op_name(op));
+}
+
+class NcclComm : public DeviceComm {
+ public:
+  NcclComm(ncclComm_t comm, int size, int rank, double timeout) : comm_(comm), size_(size), rank_(rank), timeout_(timeout) {}
+  ~NcclComm() override {
+    if (comm_ == nullptr) return;
+    // At exit, CUDA may have unloaded before kolo's own exit hook runs: NCCL cannot be driven then.
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaErrorCudartUnloading) return;
+    // Finalize flushes what is still queued; if a peer keeps it from finishing, abort instead.
+    const ncclResult_t r = ncclCommFinalize(comm_);
+    if ((r == ncclSuccess || r == ncclInProgress) && wait_ready("ncclCommFinalize", 10.0).ok()) {
+      ncclCommDestroy(comm_);
+      return;
+    }
+    abort();
+  }
+
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+
+  Status allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
+                   DeviceStream stream) override {
+    ncclDataType_t t;
+    ncclRedOp_t o;
+    Status s = nccl_type(dtype, &t);
+    if (s.ok()) s = nccl_op(op, &o);
+    if (!s.ok()) return s;
+    return issue(ncclAllReduce(send, recv, static_cast<size_t>(count), t, o, comm_, stream_of(stream)), "ncclAllReduce");
+  }
+
+  Status reducescatter(const void* send, void* recv, int64_t recv_count, DataType dtype, ReduceOp op,
+                       DeviceStream stream) override {
+    ncclDataType_t t;
+    ncclRedOp_t o;
+    Status s = nccl_type(dtype, &t);
+    if (s.ok()) s = nccl_op(op, &o);
+    if (!s.ok()) return s;
+    return issue(ncclReduceScatter(send, recv, static_cast<size_t>(recv_count), t, o, comm_, stream_of(stream)),
+                 "ncclReduceScatter");
+  }
+
+  Status allgather(const void* send, void* recv, int64_t send_count, DataType dtype, DeviceStream stream) override {
+    ncclDataType_t t;
+    Status s = nccl_type(dtype, &t);
+    if (!s.ok()) return s;
+    return issue(ncclAllGather(send, recv, static_cast<size_t>(send_count), t, comm_, stream_of(stream)), "ncclAllGather");
+  }
+
+  Status broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root, DeviceStream stream) override {
+    ncclDataType_t t;
+    Status s = nccl_type(dtype, &t);
+    if (!s.ok()) return s;
+    return issue(ncclBroadcast(send, recv, static_cast<size_t>(count), t, root, comm_, stream_of(stream)), "ncclBroadcast");
+  }
+
+  Status send(const void* data, int64_t bytes, int peer, DeviceStream stream) override {
+    return issue(ncclSend(data, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream_of(stream)), "ncclSend");
+  }
+
+  Status recv(void* data, int64_t bytes, int peer, DeviceStream stream) override {
+    return issue(ncclRecv(data, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream_of(stream)), "ncclRecv");
+  }
+
+  Status group_start() override {
+    if (aborted_) return Status::Aborted("the NCCL communicator was aborted");
+    in_group_ = true;
+    return nccl_status(ncclGroupStart(), "ncclGroupStart", comm_);
+  }
+
+  Status group_end() override {
+    in_group_ = false;
+    return issue(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+  Status async_error() override {
+    if (aborted_) return Status::Aborted("the NCCL communicator was aborted");
+    ncclResult_t r = ncclSuccess;
+    Status s = nccl_status(ncclCommGetAsyncError(comm_, &r), "ncclCommGetAsyncError", comm_);
+    if (!s.ok()) return s;
+    return nccl_status(r, "NCCL", comm_);
+  }
+
+  void abort() override {
+    if (aborted_ || comm_ == nullptr) return;
+    aborted_ = true;
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+  // Polls the nonblocking communicator until the last call is done with; gives up (aborting the
+  // communicator) after `seconds`.
+  Status wait_ready(const char* what, double seconds) {
+    const double deadline = now_seconds() + seconds;
+    for (int i = 0;; ++i) {
+      if (aborted_) return Status::Aborted(std::string(what) + ": the NCCL communicator was aborted");
+      ncclResult_t r = ncclSuccess;
+      Status s = nccl_status(ncclCommGetAsyncError(comm_, &r), "ncclCommGetAsyncError", comm_);
+      if (!s.ok()) return s;
+      if (r != ncclInProgress) return nccl_status(r, what, comm_);
+      if (now_seconds() > deadline) {
+        abort();
+        return Status::Aborted(std::string(what) + " did not complete within " + std::to_string(static_cast<int>(seconds)) +
+                               " s (a peer that never came, or froze); the NCCL communicator was aborted");
+      }
+      if (i < 100) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+  }
+
+ private:
+  static cudaStream_t stream_of(DeviceStream s) { return static_cast<cudaStream_t>(s); }
+
+  // A call in nonblocking mode: queued (ncclInProgress) or done; either way the communicator must
+  // be ready before the next call. Inside a group NCCL only records the call.
+  Status issue(ncclResult_t r, const char* what) {
+    if (aborted_) return Status::Aborted(std::string(what) + ": the NCCL communicator was aborted");
+    if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, what, comm_);
+    if (in_group_) return Status::OK();
+    return wait_ready(what, timeout_);
+  }
+
+  ncclComm_t comm_;
+  int size_;
+  int rank_;
+  double timeout_;
+  bool aborted_ = false;
+  bool in_group_ = false;
+};
+
+}  // namespace
+
+Status make_nccl_comm(int ordinal, const CommMembers& members, double timeout_seconds,
+                      std::unique_ptr<DeviceComm>* out) {
+  ncclUniqueId id;
+  if (members.id.size() != sizeof(id.internal)) {
+    return Status::InvalidArgument("an NCCL communicator id has " + std::to_string(sizeof(id.internal)) + " bytes, not " +
+                                   std::to_string(members.id.size()));
+  }
+  std::memcpy(id.internal, members.id.data(), sizeof(id.internal));
+  DeviceGuard guard(ordinal);
+  if (!guard.status().ok()) return guard.status();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, members.size, id, members.rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, "ncclCommInitRankConfig", comm);
+  auto nccl = std::make_unique<NcclComm>(comm, members.size, members.rank, timeout_seconds);
+  Status s = nccl->wait_ready("ncclCommInitRankConfig", timeout_seconds);
+  if (!s.ok()) return s;
+  *out = std::move(nccl);
+  return Status::OK();
+}
+
+}  // namespace kolo

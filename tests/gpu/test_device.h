@@ -1,0 +1,32 @@
+// What the GPU suite (gpu_collectives_test.cc) runs on: the host double in CI (tests/gpu_double),
+// or CUDA + NCCL on a machine with a GPU (cuda_test_device.cc). The suite reaches device memory,
+// streams and events only through the device seam, so the same tests run on both.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "device/device.h"
+
+namespace kolo {
+namespace testing {
+
+class TestDevice {
+ public:
+  virtual ~TestDevice() = default;
+  virtual std::shared_ptr<DeviceBackend> backend() = 0;
+  // Whether this is a real GPU.
+  virtual bool real() const = 0;
+  // The GPU this rank's tensors are on.
+  virtual int ordinal() const { return 0; }
+  // Holds `stream` up for `seconds` before what is enqueued on it next (a slow producer).
+  virtual Status delay(DeviceStream stream, double seconds) = 0;
+  // Batched copies launched so far, where the implementation counts them (-1: it does not).
+  virtual int64_t batched_copies() const { return -1; }
+};
+
+// Defined by the executable's implementation. Null with *why set: no such device here.
+std::unique_ptr<TestDevice> make_test_device(std::string* why);
+
+}  // namespace testing
+}  // namespace kolo

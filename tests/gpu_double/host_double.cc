@@ -1,0 +1,565 @@
+#include "gpu_double/host_double.h"
+
+#include <mpi.h>
+#include <sched.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <thread>
+
+#include "cpu/kernels.h"
+#include "cuda/batch_math.h"
+
+namespace kolo {
+namespace testing {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string mpi_error(int rc) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+}  // namespace
+
+// ---- Streams and events -----------------------------------------------------------------------
+
+struct HostDouble::Stream {
+  Stream() : thread([this] { run(); }) {}
+  ~Stream() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+    }
+    cv.notify_all();
+    thread.join();
+  }
+  void push(std::function<void()> f) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      work.push_back(std::move(f));
+    }
+    cv.notify_all();
+  }
+  void run() {
+    while (true) {
+      std::function<void()> f;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stopping || !work.empty(); });
+        if (work.empty()) return;  // stopping, and everything queued has run
+        f = std::move(work.front());
+        work.pop_front();
+      }
+      f();
+    }
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> work;
+  bool stopping = false;
+  std::thread thread;
+};
+
+struct HostDouble::Event {
+  void reach(uint64_t generation) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (generation > reached) {
+        reached = generation;
+        at = now_seconds();
+      }
+    }
+    cv.notify_all();
+  }
+  void wait_for(uint64_t generation) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return reached >= generation; });
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0;  // generation of the last record
+  uint64_t reached = 0;   // the last generation a stream has reached
+  double at = 0.0;        // when
+};
+
+HostDouble::HostDouble() = default;
+HostDouble::~HostDouble() = default;
+
+Status HostDouble::usable() {
+  int initialized = 0, level = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return Status::Unsupported("the host double needs MPI to be initialized");
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_MULTIPLE) {
+    return Status::Unsupported("the host double runs MPI on its stream threads and needs MPI_THREAD_MULTIPLE");
+  }
+  return Status::OK();
+}
+
+HostDouble::Stream* HostDouble::stream_of(DeviceStream s) {
+  if (s != nullptr) return static_cast<Stream*>(s);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!default_stream_) default_stream_ = std::make_unique<Stream>();
+  return default_stream_.get();
+}
+
+void HostDouble::enqueue(DeviceStream stream, std::function<void()> work) { stream_of(stream)->push(std::move(work)); }
+
+Status HostDouble::create_stream(int, DeviceStream* stream) {
+  *stream = new Stream();
+  return Status::OK();
+}
+
+void HostDouble::destroy_stream(DeviceStream stream) { delete static_cast<Stream*>(stream); }
+
+Status HostDouble::create_event(int, bool, DeviceEvent* event) {
+  *event = new Event();
+  return Status::OK();
+}
+
+void HostDouble::destroy_event(DeviceEvent event) { delete static_cast<Event*>(event); }
+
+Status HostDouble::record(DeviceEvent event, DeviceStream stream) {
+  Event* e = static_cast<Event*>(event);
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    generation = ++e->recorded;
+  }
+  stream_of(stream)->push([e, generation] { e->reach(generation); });
+  return Status::OK();
+}
+
+Status HostDouble::wait(DeviceStream stream, DeviceEvent event) {
+  Event* e = static_cast<Event*>(event);
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    generation = e->recorded;
+  }
+  if (generation == 0) return Status::OK();  // never recorded: nothing to wait for, as in CUDA
+  stream_of(stream)->push([e, generation] { e->wait_for(generation); });
+  return Status::OK();
+}
+
+Status HostDouble::query(DeviceEvent event, bool* done) {
+  Event* e = static_cast<Event*>(event);
+  std::lock_guard<std::mutex> lock(e->mu);
+  *done = e->reached >= e->recorded;
+  return Status::OK();
+}
+
+Status HostDouble::synchronize(DeviceEvent event) {
+  Event* e = static_cast<Event*>(event);
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    generation = e->recorded;
+  }
+  e->wait_for(generation);
+  return Status::OK();
+}
+
+Status HostDouble::elapsed(DeviceEvent start, DeviceEvent end, double* seconds) {
+  Event* a = static_cast<Event*>(start);
+  Event* b = static_cast<Event*>(end);
+  std::lock_guard<std::mutex> la(a->mu);
+  std::lock_guard<std::mutex> lb(b->mu);
+  if (a->reached < a->recorded || b->reached < b->recorded || a->recorded == 0 || b->recorded == 0) {
+    return Status::Internal("host double: elapsed() between events that have not completed");
+  }
+  *seconds = b->at - a->at;
+  return Status::OK();
+}
+
+// ---- Memory -----------------------------------------------------------------------------------
+
+Status HostDouble::allocate(int, int64_t bytes, void** data) {
+  const size_t rounded = (static_cast<size_t>(bytes > 0 ? bytes : 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) return Status::Internal("host double: out of memory for " + std::to_string(bytes) + " bytes");
+  std::lock_guard<std::mutex> lock(mu_);
+  allocations_[static_cast<const char*>(p)] = bytes;
+  *data = p;
+  return Status::OK();
+}
+
+void HostDouble::free(void* data) {
+  if (data == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allocations_.erase(static_cast<const char*>(data));
+  }
+  std::free(data);
+}
+
+size_t HostDouble::live_allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return allocations_.size();
+}
+
+bool HostDouble::is_device_memory(const void* data, int64_t bytes) const {
+  const char* p = static_cast<const char*>(data);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = allocations_.upper_bound(p);
+  if (it == allocations_.begin()) return false;
+  --it;
+  return p >= it->first && p + bytes <= it->first + (it->second > 0 ? it->second : 1);
+}
+
+Status HostDouble::check_device(const void* data, int64_t bytes, const std::string& what) const {
+  if (bytes == 0 || is_device_memory(data, bytes)) return Status::OK();
+  return Status::InvalidArgument("host double: " + what + " is not device memory (" + std::to_string(bytes) +
+                                 " bytes at " + std::to_string(reinterpret_cast<uintptr_t>(data)) + ")");
+}
+
+Status HostDouble::copy(void* dst, const void* src, int64_t bytes, DeviceStream stream) {
+  if (bytes == 0) return Status::OK();
+  Stream* s = stream_of(stream);
+  const bool device_to_device = is_device_memory(src, bytes) && is_device_memory(dst, bytes);
+  auto done = std::make_shared<Event>();
+  s->push([dst, src, bytes, done] {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    done->reach(1);
+  });
+  // As cudaMemcpyAsync with pageable host memory: the call returns once the host side is done with.
+  if (!device_to_device) done->wait_for(1);
+  return Status::OK();
+}
+
+Status HostDouble::batched_copy(const std::vector<CopyPiece>& pieces, const CopyTransform& t, DeviceStream stream) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const CopyPiece& p = pieces[i];
+    Status s = check_device(p.dst, p.count * static_cast<int64_t>(dtype_size(t.to)),
+                            "the destination of batched copy piece " + std::to_string(i));
+    if (s.ok() && p.src != nullptr) {
+      s = check_device(p.src, p.count * static_cast<int64_t>(dtype_size(t.from)),
+                       "the source of batched copy piece " + std::to_string(i));
+    }
+    if (!s.ok()) return s;
+  }
+  ++batched_copies_;
+  stream_of(stream)->push([pieces, t] {
+    Status s = batch::batched_copy_on_host(pieces, t);
+    if (!s.ok()) std::fprintf(stderr, "host double: batched copy failed: %s\n", s.message().c_str());
+  });
+  return Status::OK();
+}
+
+// ---- Communicators over MPI ------------------------------------------------------------------
+
+namespace {
+
+template <DataType D, ReduceOp O>
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_16bit(D, O, static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), *len);
+}
+
+// MPI ops for 16-bit floats, made once per process (never freed: they are a few bytes).
+MPI_Op half_mpi_op(DataType dtype, ReduceOp op) {
+  static std::once_flag once;
+  static MPI_Op ops[2][4];
+  std::call_once(once, [] {
+    MPI_User_function* fns[2][4] = {
+        {half_op<DataType::kFloat16, ReduceOp::kSum>, half_op<DataType::kFloat16, ReduceOp::kMin>,
+         half_op<DataType::kFloat16, ReduceOp::kMax>, half_op<DataType::kFloat16, ReduceOp::kProduct>},
+        {half_op<DataType::kBFloat16, ReduceOp::kSum>, half_op<DataType::kBFloat16, ReduceOp::kMin>,
+         half_op<DataType::kBFloat16, ReduceOp::kMax>, half_op<DataType::kBFloat16, ReduceOp::kProduct>}};
+    for (int d = 0; d < 2; ++d) {
+      for (int o = 0; o < 4; ++o) MPI_Op_create(fns[d][o], 1, &ops[d][o]);
+    }
+  });
+  const int column = op == ReduceOp::kSum ? 0 : op == ReduceOp::kMin ? 1 : op == ReduceOp::kMax ? 2 : 3;
+  return ops[dtype == DataType::kFloat16 ? 0 : 1][column];
+}
+
+MPI_Datatype mpi_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return MPI_UINT8_T;
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return MPI_UINT16_T;
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+Status mpi_op(DataType dtype, ReduceOp op, MPI_Op* out) {
+  if (op == ReduceOp::kAverage) return Status::InvalidArgument("host double: communicators take no Average");
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
+    *out = half_mpi_op(dtype, op);
+    return Status::OK();
+  }
+  switch (op) {
+    case ReduceOp::kSum: *out = MPI_SUM; break;
+    case ReduceOp::kMin: *out = MPI_MIN; break;
+    case ReduceOp::kMax: *out = MPI_MAX; break;
+    default: *out = MPI_PROD; break;
+  }
+  return Status::OK();
+}
+
+Status int_count(int64_t n, const char* what) {
+  if (n > 0x7fffffff) return Status::Unsupported(std::string("host double: ") + what + " of more than 2^31 elements");
+  return Status::OK();
+}
+
+// Starts MPI requests for one call; `keep` holds memory the requests use until they are done.
+using Starter = std::function<int(std::vector<MPI_Request>* requests, std::vector<std::shared_ptr<void>>* keep)>;
+
+class DoubleComm : public DeviceComm {
+ public:
+  DoubleComm(HostDouble* device, MPI_Comm comm) : device_(device), comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  }
+  ~DoubleComm() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+
+  Status allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
+                   DeviceStream stream) override {
+    const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+    MPI_Op mop;
+    Status s = check(send, bytes, "allreduce's send buffer");
+    if (s.ok()) s = check(recv, bytes, "allreduce's receive buffer");
+    if (s.ok()) s = int_count(count, "an allreduce");
+    if (s.ok()) s = mpi_op(dtype, op, &mop);
+    if (!s.ok()) return s;
+    const MPI_Comm c = comm_;
+    return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
+      r->emplace_back();
+      return MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(dtype), mop, c,
+                            &r->back());
+    });
+  }
+
+  Status reducescatter(const void* send, void* recv, int64_t recv_count, DataType dtype, ReduceOp op,
+                       DeviceStream stream) override {
+    const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+    MPI_Op mop;
+    Status s = check(send, recv_count * size_ * elem, "reducescatter's send buffer");
+    if (s.ok()) s = check(recv, recv_count * elem, "reducescatter's receive buffer");
+    if (s.ok()) s = int_count(recv_count, "a reducescatter");
+    if (s.ok()) s = mpi_op(dtype, op, &mop);
+    if (!s.ok()) return s;
+    const MPI_Comm c = comm_;
+    const int64_t send_bytes = recv_count * size_ * elem;
+    return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>* keep) {
+      // NCCL allows recv inside send (in place); MPI does not: reduce from a copy.
+      std::shared_ptr<void> copy(std::malloc(static_cast<size_t>(send_bytes) + 1), std::free);
+      std::memcpy(copy.get(), send, static_cast<size_t>(send_bytes));
+      keep->push_back(copy);
+      r->emplace_back();
+      return MPI_Ireduce_scatter_block(copy.get(), recv, static_cast<int>(recv_count), mpi_type(dtype), mop, c,
+                                       &r->back());
+    });
+  }
+
+  Status allgather(const void* send, void* recv, int64_t send_count, DataType dtype, DeviceStream stream) override {
+    const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+    Status s = check(send, send_count * elem, "allgather's send buffer");
+    if (s.ok()) s = check(recv, send_count * size_ * elem, "allgather's receive buffer");
+    if (s.ok()) s = int_count(send_count * size_, "an allgather");
+    if (!s.ok()) return s;
+    const MPI_Comm c = comm_;
+    const bool in_place = send == static_cast<const char*>(recv) + rank_ * send_count * elem;
+    return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
+      r->emplace_back();
+      return MPI_Iallgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(send_count), mpi_type(dtype), recv,
+                            static_cast<int>(send_count), mpi_type(dtype), c, &r->back());
+    });
+  }
+
+  Status broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root, DeviceStream stream) override {
+    const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+    Status s = check(recv, bytes, "broadcast's receive buffer");
+    if (s.ok() && rank_ == root) s = check(send, bytes, "broadcast's send buffer");
+    if (s.ok()) s = int_count(count, "a broadcast");
+    if (!s.ok()) return s;
+    const MPI_Comm c = comm_;
+    const int me = rank_;
+    return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
+      if (me == root && send != recv) std::memcpy(recv, send, static_cast<size_t>(bytes));
+      r->emplace_back();
+      return MPI_Ibcast(recv, static_cast<int>(count), mpi_type(dtype), root, c, &r->back());
+    });
+  }
+
+  Status send(const void* data, int64_t bytes, int peer, DeviceStream stream) override {
+    Status s = check(data, bytes, "send's buffer");
+    if (s.ok()) s = int_count(bytes, "a send");
+    if (!s.ok()) return s;
+    const MPI_Comm c = comm_;
+    return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
+      r->emplace_back();
+      return MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, c, &r->back());
+    });
+  }
+
+  Status recv(void* data, int64_t bytes, int peer, DeviceStream stream) override {
+    Status s = check(data, bytes, "recv's buffer");
+    if (s.ok()) s = int_count(bytes, "a recv");
+    if (!s.ok()) return s;
+    const MPI_Comm c = comm_;
+    return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
+      r->emplace_back();
+      return MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, c, &r->back());
+    });
+  }
+
+  Status group_start() override {
+    if (in_group_) return Status::InvalidArgument("host double: group_start inside a group");
+    in_group_ = true;
+    return Status::OK();
+  }
+
+  Status group_end() override {
+    if (!in_group_) return Status::InvalidArgument("host double: group_end without group_start");
+    in_group_ = false;
+    std::vector<Starter> starters;
+    starters.swap(group_);
+    if (starters.empty()) return Status::OK();
+    return launch(group_stream_, std::move(starters));
+  }
+
+  Status async_error() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->error;
+  }
+
+  void abort() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->aborted = true;
+    if (state_->error.ok()) state_->error = Status::Aborted("the communicator was aborted");
+  }
+
+ private:
+  // What the stream's work shares with the communicator, kept alive by both.
+  struct State {
+    std::mutex mu;
+    bool aborted = false;
+    Status error;
+  };
+
+  Status check(const void* data, int64_t bytes, const std::string& what) {
+    if (bytes == 0 || device_->is_device_memory(data, bytes)) return Status::OK();
+    return Status::InvalidArgument("host double: " + what + " is not device memory");
+  }
+
+  Status submit(DeviceStream stream, Starter starter) {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (state_->aborted) return Status::Aborted("the communicator was aborted");
+    }
+    if (in_group_) {
+      group_.push_back(std::move(starter));
+      group_stream_ = stream;
+      return Status::OK();
+    }
+    return launch(stream, {std::move(starter)});
+  }
+
+  // On the stream: start every call's requests, then wait for all of them, politely, until done,
+  // failed or aborted.
+  Status launch(DeviceStream stream, std::vector<Starter> starters) {
+    std::shared_ptr<State> state = state_;
+    device_->enqueue(stream, [state, starters] {
+      {
+        std::lock_guard<std::mutex> lock(state->mu);
+        if (state->aborted) return;
+      }
+      std::vector<MPI_Request> requests;
+      std::vector<std::shared_ptr<void>> keep;
+      for (const Starter& start : starters) {
+        const int rc = start(&requests, &keep);
+        if (rc != MPI_SUCCESS) {
+          std::lock_guard<std::mutex> lock(state->mu);
+          if (state->error.ok()) state->error = Status::Internal("MPI (host double) failed: " + mpi_error(rc));
+          return;
+        }
+      }
+      auto nap = std::chrono::microseconds(5);
+      for (int i = 0;; ++i) {
+        int done = 0;
+        const int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+          std::lock_guard<std::mutex> lock(state->mu);
+          if (state->error.ok()) state->error = Status::Internal("MPI (host double) failed: " + mpi_error(rc));
+          return;
+        }
+        if (done) return;
+        {
+          std::lock_guard<std::mutex> lock(state->mu);
+          if (state->aborted) return;  // the requests are abandoned with the communicator
+        }
+        if (i < 64) {
+          sched_yield();
+        } else {
+          std::this_thread::sleep_for(nap);
+          nap = std::min(nap * 2, std::chrono::microseconds(1000));
+        }
+      }
+    });
+    return Status::OK();
+  }
+
+  HostDouble* device_;
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 0;
+  bool in_group_ = false;
+  std::vector<Starter> group_;
+  DeviceStream group_stream_ = nullptr;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+}  // namespace
+
+Status HostDouble::unique_id(std::string* id) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::lock_guard<std::mutex> lock(mu_);
+  *id = "host-double:" + std::to_string(rank) + ":" + std::to_string(next_id_++);
+  return Status::OK();
+}
+
+Status HostDouble::create_comm(int, const CommMembers& m, std::unique_ptr<DeviceComm>* comm) {
+  if (static_cast<int>(m.job_ranks.size()) != m.size) {
+    return Status::InvalidArgument("host double: a communicator needs the members' job ranks");
+  }
+  MPI_Group world, group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_incl(world, m.size, m.job_ranks.data(), &group);
+  // Members of one communicator share the id, so its hash is a tag they agree on.
+  const int tag = static_cast<int>(std::hash<std::string>()(m.id) % 32000);
+  MPI_Comm c = MPI_COMM_NULL;
+  const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, tag, &c);
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_create_group failed: " + mpi_error(rc));
+  *comm = std::make_unique<DoubleComm>(this, c);
+  return Status::OK();
+}
+
+}  // namespace testing
+}  // namespace kolo
