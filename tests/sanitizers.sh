@@ -27,8 +27,9 @@ configure() {  # DIR SANITIZER [extra cmake args]
 }
 
 # The suites: unit tests and everything under mpirun except the Python ones (the interpreter is not
-# built with sanitizers). The load test runs shorter here: sanitizers slow it several times.
-suites='^(unit|kolorun_args|mpi_np[1-4]|app_mpi_np2|app_mpi_funneled_np2|example_cpp_same_loss|load_np4)$'
+# built with sanitizers), the GPU path through the host double included. The load test runs shorter
+# here: sanitizers slow it several times.
+suites='^(unit|kolorun_args|mpi_np[1-4]|app_mpi_np2|app_mpi_funneled_np2|example_cpp_same_loss|load_np4|gpu_double_np[1-4])$'
 
 asan() {
   need_clang

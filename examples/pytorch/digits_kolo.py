@@ -18,14 +18,18 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=15)
 parser.add_argument("--batch-size", type=int, default=64, help="the global batch, over all ranks")
 parser.add_argument("--lr", type=float, default=0.05)
+parser.add_argument("--no-cuda", action="store_true", help="train on the CPU where a GPU is usable too")
 args = parser.parse_args()
 kolo.init()  # kolo
 torch.set_num_threads(max(1, torch.get_num_threads() // kolo.local_size()))  # kolo: share the host's cores
+device = torch.device("cuda" if torch.cuda.is_available() and not args.no_cuda else "cpu")
+if device.type == "cuda":
+    torch.cuda.set_device(kolo.local_rank() % torch.cuda.device_count())  # kolo: one GPU per rank
 
 digits = load_digits()
 x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
 y = torch.tensor(digits.target, dtype=torch.int64)
-x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=0)
+x_train, x_test, y_train, y_test = (t.to(device) for t in train_test_split(x, y, test_size=0.2, random_state=0))
 
 
 class Net(torch.nn.Module):
@@ -41,7 +45,7 @@ class Net(torch.nn.Module):
 
 
 torch.manual_seed(0)
-model = Net()
+model = Net().to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 per_rank = args.batch_size // kolo.size()  # kolo
 shard = slice(kolo.rank() * per_rank, (kolo.rank() + 1) * per_rank)  # kolo: this rank's share of a batch
@@ -49,7 +53,7 @@ kolo.broadcast_parameters(model.state_dict(), root_rank=0)  # kolo
 optimizer = kolo.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())  # kolo
 
 for epoch in range(1, args.epochs + 1):
-    order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch))
+    order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch)).to(device)
     model.train()
     for start in range(0, len(order) - args.batch_size + 1, args.batch_size):
         batch = order[start:start + args.batch_size][shard]

@@ -44,6 +44,9 @@ typedef enum { KOLO_SUM = 0, KOLO_AVERAGE = 1, KOLO_MIN = 2, KOLO_MAX = 3, KOLO_
 
 typedef enum { KOLO_CPU = 0, KOLO_CUDA = 1 } kolo_device_type;
 
+/* What an allreduce's float32 data travels as between ranks (see kolo::Compression). */
+typedef enum { KOLO_COMPRESSION_NONE = 0, KOLO_COMPRESSION_FP16 = 1, KOLO_COMPRESSION_BF16 = 2 } kolo_compression;
+
 typedef int64_t kolo_handle;
 
 /* A view of caller-owned memory. strides NULL: contiguous. */
@@ -87,6 +90,11 @@ KOLO_EXPORT int32_t kolo_mpi_threads_supported(void);
 KOLO_EXPORT kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
                                              int32_t op, double prescale_factor, double postscale_factor,
                                              kolo_done_fn done, void* done_data);
+/* As kolo_allreduce_async, with a kolo_compression. */
+KOLO_EXPORT kolo_handle kolo_allreduce_async_compressed(const char* name, const kolo_tensor* input,
+                                                        const kolo_tensor* output, int32_t op, double prescale_factor,
+                                                        double postscale_factor, int32_t compression, kolo_done_fn done,
+                                                        void* done_data);
 KOLO_EXPORT kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
                                              void* allocate_data, kolo_done_fn done, void* done_data);
 KOLO_EXPORT kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,

@@ -56,6 +56,7 @@ struct ReduceOptions {
   double prescale_factor = 1.0;   // applied to the input before the reduction (floating point only)
   double postscale_factor = 1.0;  // applied to the result (floating point only)
   DoneCallback on_done;
+  Compression compression = Compression::kNone;  // allreduce only (kolo/types.h)
 };
 using AllreduceOptions = ReduceOptions;
 using ReducescatterOptions = ReduceOptions;

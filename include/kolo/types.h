@@ -29,6 +29,20 @@ enum class ReduceOp : int32_t {
 constexpr int kNumReduceOps = 5;
 KOLO_EXPORT const char* reduce_op_name(ReduceOp op);
 
+// What an allreduce's float32 data travels as between ranks (Horovod's Compression.fp16): cast to 16
+// bits when packed into the fusion buffer (in the same pass as the prescale) and back when unpacked
+// (with the postscale), so half the bytes cross the wire. Other dtypes travel as they are.
+// Values are part of the C ABI and wire format: append, never renumber.
+enum class Compression : int32_t {
+  kNone = 0,
+  kFloat16 = 1,
+  kBFloat16 = 2,
+};
+constexpr int kNumCompressions = 3;
+KOLO_EXPORT const char* compression_name(Compression c);
+// The dtype a tensor of `dtype` travels as under `c`.
+KOLO_EXPORT DataType wire_dtype(DataType dtype, Compression c);
+
 // Runs on kolo's thread once an enqueued operation has finished, successfully or not, before wait()
 // returns. Not called for a call rejected at once (its handle carries the error).
 using DoneCallback = std::function<void(const Status&)>;

@@ -90,10 +90,18 @@ int32_t kolo_mpi_threads_supported(void) { return kolo::mpi_threads_supported() 
 kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output, int32_t op,
                                  double prescale_factor, double postscale_factor, kolo_done_fn done,
                                  void* done_data) {
+  return kolo_allreduce_async_compressed(name, input, output, op, prescale_factor, postscale_factor,
+                                         KOLO_COMPRESSION_NONE, done, done_data);
+}
+
+kolo_handle kolo_allreduce_async_compressed(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                            int32_t op, double prescale_factor, double postscale_factor,
+                                            int32_t compression, kolo_done_fn done, void* done_data) {
   kolo::AllreduceOptions o;
   o.op = static_cast<kolo::ReduceOp>(op);
   o.prescale_factor = prescale_factor;
   o.postscale_factor = postscale_factor;
+  o.compression = static_cast<kolo::Compression>(compression);
   o.on_done = to_callback(done, done_data);
   return kolo::allreduce_async(safe_name(name), to_view(input), to_view(output), o).id();
 }

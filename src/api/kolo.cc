@@ -90,6 +90,7 @@ Handle submit_reduction(const Call& call, const TensorView& input, const TensorV
   e->request.reduce_op = o.op;
   e->request.prescale = o.prescale_factor;
   e->request.postscale = o.postscale_factor;
+  e->request.compression = o.compression;
   return submit(call, std::move(e), o.on_done);
 }
 
@@ -118,7 +119,7 @@ Handle allreduce_async(const std::string& name, const TensorView& input, const T
                        const AllreduceOptions& o) {
   Call call;
   Status s = begin(name, OpKind::kAllreduce, &call);
-  if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor);
+  if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
   if (!s.ok()) return rejected(s);
   return submit_reduction(call, input, output, o);
 }
@@ -161,7 +162,9 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
                            const ReducescatterOptions& o) {
   Call call;
   Status s = begin(name, OpKind::kReducescatter, &call);
-  if (s.ok()) s = validate_reducescatter(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor);
+  if (s.ok()) {
+    s = validate_reducescatter(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
+  }
   if (!s.ok()) return rejected(s);
   return submit_reduction(call, input, output, o);
 }

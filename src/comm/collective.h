@@ -55,6 +55,7 @@ struct CollectiveCall {
   ReduceOp reduce_op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;
+  DataType wire_dtype = DataType::kFloat32;  // what the data travels as (compression); = dtype without
   int contributors = 0;              // ranks that contributed (an Average divides by it); 0: every rank
   int root = 0;                      // broadcast; join: the last rank to join
   std::vector<int64_t> shape;        // as agreed: allgather's output shape, else the common input shape

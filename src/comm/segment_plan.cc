@@ -6,7 +6,7 @@
 namespace kolo {
 
 SegmentPlan plan_segments(const std::vector<int64_t>& member_bytes, int64_t element_size,
-                          int64_t segment_bytes, int64_t zero_copy_bytes) {
+                          int64_t segment_bytes, int64_t zero_copy_bytes, bool in_place) {
   // Whole elements per segment, and never more than an int count of them (MPI's limit).
   int64_t max_bytes = static_cast<int64_t>(INT_MAX) * element_size;
   if (segment_bytes > 0) max_bytes = std::min(max_bytes, std::max(segment_bytes / element_size, int64_t{1}) * element_size);
@@ -22,7 +22,7 @@ SegmentPlan plan_segments(const std::vector<int64_t>& member_bytes, int64_t elem
   const bool single = member_bytes.size() == 1;
   for (size_t m = 0; m < member_bytes.size(); ++m) {
     const int64_t bytes = member_bytes[m];
-    const bool direct = single || (zero_copy_bytes > 0 && bytes >= zero_copy_bytes);
+    const bool direct = in_place && (single || (zero_copy_bytes > 0 && bytes >= zero_copy_bytes));
     if (direct) {
       // Direct segments do not break the packing of the small tensors around them: the pack is
       // flushed only when full, so small tensors on both sides of a large one share segments.

@@ -30,8 +30,9 @@ struct SegmentPlan {
 };
 
 // `segment_bytes` 0: no limit but MPI's int element count. `zero_copy_bytes` 0: pack every tensor
-// of a group of several. A group of one tensor is always reduced in place.
+// of a group of several. A group of one tensor is reduced in place, unless `in_place` is false
+// (compressed data travels in another type, so everything is packed).
 SegmentPlan plan_segments(const std::vector<int64_t>& member_bytes, int64_t element_size,
-                          int64_t segment_bytes, int64_t zero_copy_bytes);
+                          int64_t segment_bytes, int64_t zero_copy_bytes, bool in_place = true);
 
 }  // namespace kolo

@@ -15,6 +15,20 @@ const char* reduce_op_name(ReduceOp op) {
   return "an unknown reduce op";
 }
 
+const char* compression_name(Compression c) {
+  switch (c) {
+    case Compression::kNone: return "none";
+    case Compression::kFloat16: return "fp16";
+    case Compression::kBFloat16: return "bf16";
+  }
+  return "an unknown compression";
+}
+
+DataType wire_dtype(DataType dtype, Compression c) {
+  if (dtype != DataType::kFloat32 || c == Compression::kNone) return dtype;
+  return c == Compression::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
+}
+
 int64_t reducescatter_rows(int64_t total_rows, int rank, int size) {
   return total_rows / size + (rank < total_rows % size ? 1 : 0);
 }

@@ -108,6 +108,34 @@ void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const
 
 namespace {
 
+template <uint16_t (*Narrow)(float)>
+void narrow_from_float(const float* src, uint16_t* dst, int64_t n, double f) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = Narrow(static_cast<float>(static_cast<double>(src[i]) * f));
+}
+
+template <float (*Widen)(uint16_t)>
+void widen_to_float(const uint16_t* src, float* dst, int64_t n, double f) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(static_cast<double>(Widen(src[i])) * f);
+}
+
+}  // namespace
+
+void cast_into(DataType from, DataType to, const void* src, void* dst, int64_t count, const Scaling& s) {
+  if (from == to) return scale_into(from, src, dst, count, s);
+  const double f = s.factor;
+  if (from == DataType::kFloat32 && to == DataType::kFloat16) {
+    narrow_from_float<float_to_fp16>(static_cast<const float*>(src), static_cast<uint16_t*>(dst), count, f);
+  } else if (from == DataType::kFloat32 && to == DataType::kBFloat16) {
+    narrow_from_float<float_to_bf16>(static_cast<const float*>(src), static_cast<uint16_t*>(dst), count, f);
+  } else if (from == DataType::kFloat16 && to == DataType::kFloat32) {
+    widen_to_float<fp16_to_float>(static_cast<const uint16_t*>(src), static_cast<float*>(dst), count, f);
+  } else if (from == DataType::kBFloat16 && to == DataType::kFloat32) {
+    widen_to_float<bf16_to_float>(static_cast<const uint16_t*>(src), static_cast<float*>(dst), count, f);
+  }
+}
+
+namespace {
+
 template <typename T>
 void fill_typed(void* data, int64_t n, ReduceOp op) {
   T v = T(0);

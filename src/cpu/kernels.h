@@ -23,6 +23,11 @@ Scaling post_scaling(DataType dtype, ReduceOp op, double postscale, int size);
 // dst[i] = scaling(src[i]) for `count` elements; dst may equal src.
 void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const Scaling& scaling);
 
+// The same for float32 to and from float16 or bfloat16 (compression): the value scaled in double
+// precision and rounded once to `to` (16-bit types through float, as everywhere in kolo). Equal
+// dtypes: scale_into.
+void cast_into(DataType from, DataType to, const void* src, void* dst, int64_t count, const Scaling& scaling);
+
 // Fills `count` elements with the identity of `op` (0 for Sum and Average, the largest value for
 // Min, the smallest for Max, 1 for Product): what a joined rank contributes.
 void fill_identity(DataType dtype, ReduceOp op, void* data, int64_t count);

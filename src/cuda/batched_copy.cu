@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "cuda/batch_math.h"
 
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) batched_copy_kernel(const __
   batch::chunk_of(p.count[k], block - p.first_block[k], &begin, &end);
   const From* src = static_cast<const From*>(p.src[k]);
   To* dst = static_cast<To*>(p.dst[k]);
-  if constexpr (sizeof(From) == sizeof(To)) {
+  if constexpr (std::is_same<From, To>::value) {
     // Same type, nothing to scale: the bits as they are (NaN payloads included), as memcpy would.
     if (src != nullptr && p.scale.factor == 1.0 && p.scale.divisor == 1) {
       copy_bytes(reinterpret_cast<const char*>(src + begin), reinterpret_cast<char*>(dst + begin),

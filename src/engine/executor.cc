@@ -120,6 +120,7 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
     call.reduce_op = first.reduce_op;
     call.prescale = first.prescale;
     call.postscale = first.postscale;
+    call.wire_dtype = wire_dtype(first.dtype, first.compression);
     call.contributors = first.contributors;
     call.root = first.root;
     call.shape = first.shape;

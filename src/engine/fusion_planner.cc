@@ -6,7 +6,7 @@
 namespace kolo {
 
 std::vector<FusionGroup> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes) {
-  using Key = std::tuple<DataType, DeviceType, ReduceOp, double, double>;
+  using Key = std::tuple<DataType, DeviceType, ReduceOp, double, double, Compression>;
   std::vector<FusionGroup> groups;
   std::map<Key, size_t> open;  // the group still taking members, per key
   for (size_t i = 0; i < responses.size(); ++i) {
@@ -18,7 +18,7 @@ std::vector<FusionGroup> plan_fusion(const std::vector<Response>& responses, int
       groups.push_back(FusionGroup{{i}, r.ok() ? bytes : 0});
       continue;
     }
-    const Key key{r.dtype, r.device, r.reduce_op, r.prescale, r.postscale};
+    const Key key{r.dtype, r.device, r.reduce_op, r.prescale, r.postscale, r.compression};
     auto it = open.find(key);
     if (it != open.end() && groups[it->second].bytes + bytes <= threshold_bytes) {
       groups[it->second].members.push_back(i);

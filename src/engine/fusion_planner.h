@@ -14,7 +14,7 @@ struct FusionGroup {
   int64_t bytes = 0;
 };
 
-// Allreduces of the same dtype, device, reduce op and scale factors are fused in list order up to
+// Allreduces of the same dtype, device, reduce op, scale factors and compression are fused in list order up to
 // `threshold_bytes`; a larger tensor goes alone, and 0 turns fusion off. Everything else is a
 // group of one. Groups come in the order of their first member.
 std::vector<FusionGroup> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes);

@@ -28,7 +28,7 @@ bool request_matches_response(const Request& q, const Response& r) {
     case OpKind::kAllreduce:
     case OpKind::kReducescatter:
       return q.shape == r.shape && q.reduce_op == r.reduce_op && q.prescale == r.prescale &&
-             q.postscale == r.postscale;
+             q.postscale == r.postscale && q.compression == r.compression;
     case OpKind::kBroadcast:
       return q.shape == r.shape && q.root == r.root;
     case OpKind::kAllgather:

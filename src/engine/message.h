@@ -21,6 +21,7 @@ struct Request {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  Compression compression = Compression::kNone;
   std::vector<int64_t> shape;
   // How long this rank has already waited on the op when it reaches the coordinator (a request can
   // first sit in the response cache), so the stall inspector measures from the true start.
@@ -38,6 +39,7 @@ struct Response {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  Compression compression = Compression::kNone;
   // Allreduce, broadcast, reducescatter: the common input shape. Allgather: the output shape.
   // Alltoall: the trailing dimensions with the first set to 0 (rows are exchanged at run time).
   std::vector<int64_t> shape;

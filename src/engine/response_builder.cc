@@ -95,6 +95,7 @@ Response build_response(const std::vector<Request>& by_rank, const std::vector<i
     mismatch("reduce op", [](const Request& q) { return std::string(reduce_op_name(q.reduce_op)); });
     mismatch("prescale factor", [](const Request& q) { return format_double(q.prescale); });
     mismatch("postscale factor", [](const Request& q) { return format_double(q.postscale); });
+    mismatch("compression", [](const Request& q) { return std::string(compression_name(q.compression)); });
   }
   if (kind == OpKind::kBroadcast) {
     mismatch("root rank", [](const Request& q) { return std::to_string(q.root); });
@@ -126,6 +127,7 @@ Response build_response(const std::vector<Request>& by_rank, const std::vector<i
     r.reduce_op = first.reduce_op;
     r.prescale = first.prescale;
     r.postscale = first.postscale;
+    r.compression = first.compression;
   }
   if (kind == OpKind::kBroadcast) r.root = first.root;
   r.shape = first.shape;

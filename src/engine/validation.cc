@@ -82,11 +82,13 @@ Status check_output_like_input(const CallSite& c, const TensorView& in, const Te
 }  // namespace
 
 Status validate_allreduce(const CallSite& c, const TensorView& in, const TensorView& out, ReduceOp op,
-                          double prescale, double postscale) {
+                          double prescale, double postscale, Compression compression) {
   Status s = check_view(c, "input", in);
   if (s.ok()) s = check_view(c, "output", out);
   if (s.ok()) s = check_output_like_input(c, in, out);
   if (s.ok()) s = check_reduction(c, in.dtype, op, prescale, postscale);
+  const int k = static_cast<int>(compression);
+  if (s.ok() && (k < 0 || k >= kNumCompressions)) s = invalid(c, "unknown compression " + std::to_string(k));
   return s;
 }
 
@@ -135,7 +137,8 @@ Status validate_alltoall(const CallSite& c, const TensorView& in, std::vector<in
 }
 
 Status validate_reducescatter(const CallSite& c, const TensorView& in, const TensorView& out, ReduceOp op,
-                              double prescale, double postscale) {
+                              double prescale, double postscale, Compression compression) {
+  if (compression != Compression::kNone) return invalid(c, "compression applies to allreduce only");
   Status s = check_view(c, "input", in);
   if (s.ok()) s = check_view(c, "output", out);
   if (s.ok()) s = check_reduction(c, in.dtype, op, prescale, postscale);

@@ -23,12 +23,14 @@ struct CallSite {
 };
 
 Status validate_allreduce(const CallSite& c, const TensorView& in, const TensorView& out,
-                          ReduceOp op, double prescale, double postscale);
+                          ReduceOp op, double prescale, double postscale,
+                          Compression compression = Compression::kNone);
 Status validate_allgather(const CallSite& c, const TensorView& in);
 Status validate_broadcast(const CallSite& c, const TensorView& in, const TensorView& out, int root);
 // Resolves empty splits to the even split.
 Status validate_alltoall(const CallSite& c, const TensorView& in, std::vector<int64_t>* splits);
 Status validate_reducescatter(const CallSite& c, const TensorView& in, const TensorView& out,
-                              ReduceOp op, double prescale, double postscale);
+                              ReduceOp op, double prescale, double postscale,
+                              Compression compression = Compression::kNone);
 
 }  // namespace kolo

@@ -10,7 +10,7 @@ namespace {
 // Little-endian, fixed width; every message starts with a tag and a format version.
 constexpr uint8_t kRequestTag = 0x51;   // 'Q'
 constexpr uint8_t kResponseTag = 0x52;  // 'R'
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;  // 2: compression
 constexpr uint32_t kMaxDims = 64;
 
 class Writer {
@@ -123,8 +123,8 @@ Status read_header(Reader& r, uint8_t tag, size_t min_item_bytes, uint32_t* coun
 
 constexpr int kNumDeviceTypes = 2;
 constexpr int kNumStatusCodes = 8;
-constexpr size_t kMinRequestBytes = 4 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 8;
-constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 4 + 4 + 4 + 4 + 1;
+constexpr size_t kMinRequestBytes = 4 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 1 + 4 + 8;
+constexpr size_t kMinResponseBytes = 1 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 8 + 1 + 4 + 4 + 4 + 4 + 1;
 
 }  // namespace
 
@@ -141,6 +141,7 @@ std::string encode_requests(const std::vector<Request>& requests) {
     w.i32(q.root);
     w.f64(q.prescale);
     w.f64(q.postscale);
+    w.u8(static_cast<uint8_t>(q.compression));
     w.dims(q.shape);
     w.f64(q.waited_seconds);
   }
@@ -161,7 +162,8 @@ Status decode_requests(const std::string& bytes, std::vector<Request>* requests)
                     r.enumeration32(&q.dtype, kNumDataTypes) &&
                     r.enumeration(&q.device, kNumDeviceTypes) &&
                     r.enumeration(&q.reduce_op, kNumReduceOps) && r.i32(&q.root) &&
-                    r.f64(&q.prescale) && r.f64(&q.postscale) && r.shape(&q.shape) &&
+                    r.f64(&q.prescale) && r.f64(&q.postscale) &&
+                    r.enumeration(&q.compression, kNumCompressions) && r.shape(&q.shape) &&
                     r.f64(&q.waited_seconds);
     if (!ok) return Status::Internal("malformed request #" + std::to_string(i) + " in negotiation message");
     requests->push_back(std::move(q));
@@ -183,6 +185,7 @@ std::string encode_responses(const std::vector<Response>& responses) {
     w.i32(p.root);
     w.f64(p.prescale);
     w.f64(p.postscale);
+    w.u8(static_cast<uint8_t>(p.compression));
     w.dims(p.shape);
     w.dims(p.first_dims);
     w.i32(p.contributors);
@@ -206,7 +209,8 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
                     r.enumeration32(&p.dtype, kNumDataTypes) &&
                     r.enumeration(&p.device, kNumDeviceTypes) &&
                     r.enumeration(&p.reduce_op, kNumReduceOps) && r.i32(&p.root) &&
-                    r.f64(&p.prescale) && r.f64(&p.postscale) && r.shape(&p.shape) &&
+                    r.f64(&p.prescale) && r.f64(&p.postscale) &&
+                    r.enumeration(&p.compression, kNumCompressions) && r.shape(&p.shape) &&
                     r.dims(&p.first_dims, UINT32_MAX) && r.i32(&p.contributors) && p.contributors >= 0 &&
                     r.str(&p.error) &&
                     r.enumeration(&p.error_code, kNumStatusCodes);

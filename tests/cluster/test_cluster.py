@@ -63,6 +63,17 @@ def test_every_collective_is_exact_across_hosts_flat_and_hierarchical():
     assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
 
 
+def test_the_gpu_path_through_the_host_double_is_exact_across_hosts_hierarchical():
+    # The GPU suite on the host double, 2 hosts x 2 ranks, every allreduce and allgather of GPU
+    # tensors hierarchical: reduce-scatter inside the host, across hosts between ranks of one local
+    # rank, allgather inside the host (and the allgather's three steps), each compared with the CPU
+    # path in the same run.
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 4 -H %s --map-by slot -x KOLO_HIERARCHICAL_ALLREDUCE=1 "
+                     "-x KOLO_HIERARCHICAL_ALLGATHER=1 %s" % (HOSTS, BUILD / "tests" / "kolo_gpu_double_tests"))
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
+
+
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
 def test_the_pytorch_example_trains_across_hosts_with_kolorun():
     command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET "

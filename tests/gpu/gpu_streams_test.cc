@@ -3,6 +3,8 @@
 // instead of the host, device ops in the timeline, and clear errors.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -130,6 +132,29 @@ TEST(GpuTimeline, DevicePhasesAreInTheTrace) {
   }
   EXPECT_NE(trace.find("_ALLREDUCE\",\"fused\":"), std::string::npos) << trace.substr(0, 2000);
   std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace kolo
+
+namespace kolo {
+namespace {
+
+// Run alone by tests/gpu_double/test_faults.py (KOLO_TEST_DIE_RANK set): that rank kills itself
+// while its GPU collectives are in flight; the job must end on every rank, never hang.
+TEST(GpuFaults, APeerThatDiesMidCollectiveEndsTheJob) {
+  const char* die = std::getenv("KOLO_TEST_DIE_RANK");
+  if (die == nullptr) GTEST_SKIP() << "run by tests/gpu_double/test_faults.py, which kills a rank";
+  std::vector<std::unique_ptr<DeviceTensor>> tensors;
+  for (int t = 0; t < 8; ++t) tensors.push_back(std::make_unique<DeviceTensor>(filled(DataType::kFloat32, 1 << 16, t)));
+  for (int step = 0; step < 100000; ++step) {
+    std::vector<Handle> handles;
+    for (int t = 0; t < 8; ++t) {
+      handles.push_back(allreduce_async("dies." + std::to_string(t), tensors[t]->view(), tensors[t]->view()));
+    }
+    if (step == 5 && rank() == std::atoi(die)) std::raise(SIGKILL);
+    for (Handle& h : handles) ASSERT_TRUE(wait(h).ok());
+  }
 }
 
 }  // namespace

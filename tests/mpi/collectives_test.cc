@@ -83,6 +83,52 @@ TEST_P(AllreduceTest, ScaleFactors) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, AllreduceTest, ::testing::ValuesIn(testing::all_dtypes()), testing::dtype_param_name);
 
+TEST(Allreduce, CompressionSendsFloat32In16BitsFusedAndAlone) {
+  // Small multiples of 1/2 are exact in 16 bits, so the compressed results equal the uncompressed
+  // ones; 1 + 2^-12 is not (float16 keeps 10 bits, bfloat16 7), so it shows the data travelled in 16 bits.
+  for (Compression c : {Compression::kFloat16, Compression::kBFloat16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+      std::vector<Buffer> plain, packed;
+      std::vector<Handle> handles;
+      const std::string tag = std::string(compression_name(c)) + "." + reduce_op_name(op);
+      for (size_t n : {size_t{1}, size_t{17}, size_t{3000}}) {
+        plain.push_back(input_for(DataType::kFloat32, n, op));
+        packed.push_back(input_for(DataType::kFloat32, n, op));
+      }
+      AllreduceOptions o;
+      o.op = op;
+      o.prescale_factor = 0.5;
+      o.postscale_factor = 3.0;
+      for (size_t t = 0; t < plain.size(); ++t) {
+        ASSERT_TRUE(allreduce("plain." + tag + std::to_string(t), plain[t].view(), plain[t].view(), o).ok());
+      }
+      o.compression = c;
+      for (size_t t = 0; t < packed.size(); ++t) {
+        handles.push_back(allreduce_async("packed." + tag + std::to_string(t), packed[t].view(), packed[t].view(), o));
+      }
+      for (size_t t = 0; t < packed.size(); ++t) {
+        Status s = wait(handles[t]);
+        ASSERT_TRUE(s.ok()) << s.message();
+        for (size_t i = 0; i < packed[t].size(); ++i) ASSERT_EQ(packed[t].get(i), plain[t].get(i)) << tag << " " << i;
+      }
+      Buffer fine(DataType::kFloat32, {1});
+      fine.set(0, 1.0 + 1.0 / 4096);
+      AllreduceOptions sum;
+      sum.op = ReduceOp::kSum;
+      sum.compression = c;
+      ASSERT_TRUE(allreduce("fine." + tag, fine.view(), fine.view(), sum).ok());
+      EXPECT_EQ(fine.get(0), static_cast<double>(size())) << tag;
+    }
+  }
+  // Other dtypes travel as they are.
+  Buffer ints = input_for(DataType::kInt32, 5, ReduceOp::kSum);
+  AllreduceOptions o;
+  o.op = ReduceOp::kSum;
+  o.compression = Compression::kFloat16;
+  ASSERT_TRUE(allreduce("compressed.ints", ints.view(), ints.view(), o).ok());
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(ints.get(i), expected_reduction(ReduceOp::kSum, i, size(), ints));
+}
+
 // Hundreds of tensors in flight at once, several dtypes interleaved, across engine settings that
 // change how they are fused, cut and cached.
 void many_in_flight(int rounds) {

@@ -36,6 +36,27 @@ TEST(Topology, RanksPerHostAndHosts) {
   EXPECT_TRUE(mpi_threads_supported());
 }
 
+// The library as users load it, where no GPU is usable (CI): CPU jobs run, and a GPU tensor is
+// refused at once, saying why. On a machine with a GPU it skips (the gpu suite covers that).
+TEST(NoGpu, AGpuTensorIsRefusedSayingWhyAndCpuOpsGoOn) {
+  TensorView none;
+  none.dtype = DataType::kFloat32;
+  none.shape = {0};
+  none.device = Device::CUDA(0);
+  Status s = allreduce("gpu.here", none, none);
+  if (s.ok()) GTEST_SKIP() << "a GPU is usable here: this test is for machines without one";
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  const std::string why = build_info().cuda ? "no GPU is usable (cudaGetDeviceCount: "
+                                            : "this kolo was built without CUDA and NCCL";
+  EXPECT_EQ(s.message().rfind("allreduce of tensor 'gpu.here' on rank " + std::to_string(rank()) +
+                                  ": input is on cuda:0, but " + why, 0),
+            0u)
+      << s.message();
+  EXPECT_NE(s.message().find("; use CPU tensors"), std::string::npos) << s.message();
+  Buffer b(DataType::kFloat32, {2});
+  EXPECT_TRUE(allreduce("cpu.after.gpu", b.view(), b.view()).ok());
+}
+
 TEST(Lifecycle, OpsAfterShutdownFailAndInitAgainWorks) {
   ASSERT_TRUE(shutdown().ok());
   EXPECT_FALSE(is_initialized());

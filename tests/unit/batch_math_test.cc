@@ -183,6 +183,21 @@ TEST(BatchMath, CompressionCastsFloat32To16BitsAndBackAsTheConversionsDo) {
       ASSERT_EQ(back[static_cast<size_t>(i)], static_cast<float>(static_cast<double>(widened) * 4.0)) << i;
     }
   }
+  // The CPU path's cast (compression in MPI allreduce) computes the same.
+  for (DataType half : {DataType::kFloat16, DataType::kBFloat16}) {
+    std::vector<uint16_t> gpu(static_cast<size_t>(n)), cpu(static_cast<size_t>(n));
+    ASSERT_TRUE(batch::batched_copy_on_host({CopyPiece{in, gpu.data(), n}},
+                                            CopyTransform{DataType::kFloat32, half, 0.75, 1, ReduceOp::kSum})
+                    .ok());
+    cast_into(DataType::kFloat32, half, in, cpu.data(), n, Scaling{0.75, 1});
+    ASSERT_EQ(gpu, cpu);
+    std::vector<float> gpu_back(static_cast<size_t>(n)), cpu_back(static_cast<size_t>(n));
+    ASSERT_TRUE(batch::batched_copy_on_host({CopyPiece{gpu.data(), gpu_back.data(), n}},
+                                            CopyTransform{half, DataType::kFloat32, 1.0 / 3, 1, ReduceOp::kSum})
+                    .ok());
+    cast_into(half, DataType::kFloat32, cpu.data(), cpu_back.data(), n, Scaling{1.0 / 3, 1});
+    ASSERT_EQ(gpu_back, cpu_back);
+  }
   std::vector<int32_t> ints(4);
   Status s = batch::batched_copy_on_host({CopyPiece{ints.data(), ints.data(), 4}},
                                          CopyTransform{DataType::kInt32, DataType::kFloat16, 1.0, 1, ReduceOp::kSum});

@@ -61,6 +61,10 @@ TEST(ResponseBuilder, EachMismatchNamesTheFieldTensorAndRanks) {
   qs[1].postscale = 3;
   EXPECT_EQ(message(qs), "Mismatched postscale factor for tensor 'w' (allreduce): 1 on rank 0, 3 on rank 1.");
 
+  qs = {req(0), req(1)};
+  qs[1].compression = Compression::kFloat16;
+  EXPECT_EQ(message(qs), "Mismatched compression for tensor 'w' (allreduce): none on rank 0, fp16 on rank 1.");
+
   qs = {req(0, "w", OpKind::kBroadcast), req(1, "w", OpKind::kBroadcast), req(2, "w", OpKind::kBroadcast)};
   qs[2].root = 1;
   EXPECT_EQ(message(qs), "Mismatched root rank for tensor 'w' (broadcast): 0 on ranks 0-1, 1 on rank 2.");

@@ -34,9 +34,11 @@ TEST(FusionPlanner, FusesCompatibleAllreducesUpToTheThreshold) {
 TEST(FusionPlanner, KeepsDifferentDtypesOpsAndScalesApart) {
   Response scaled = ar("e", 10);
   scaled.postscale = 2.0;
+  Response compressed = ar("g", 10);
+  compressed.compression = Compression::kFloat16;
   std::vector<Response> rs = {ar("a", 10), ar("b", 10, DataType::kFloat64), ar("c", 10, DataType::kFloat32, ReduceOp::kSum),
-                              ar("d", 10), scaled, ar("f", 10, DataType::kFloat64)};
-  EXPECT_EQ(members(plan_fusion(rs, 1 << 20)), (Groups{{0, 3}, {1, 5}, {2}, {4}}));
+                              ar("d", 10), scaled, ar("f", 10, DataType::kFloat64), compressed};
+  EXPECT_EQ(members(plan_fusion(rs, 1 << 20)), (Groups{{0, 3}, {1, 5}, {2}, {4}, {6}}));
 }
 
 TEST(FusionPlanner, LargeTensorsGoAloneAndZeroTurnsFusionOff) {

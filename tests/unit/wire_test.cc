@@ -16,6 +16,7 @@ Request sample_request() {
   q.root = 2;
   q.prescale = 0.5;
   q.postscale = 4.0;
+  q.compression = Compression::kBFloat16;
   q.shape = {7, 3, 0};
   q.waited_seconds = 1.25;
   return q;
@@ -32,6 +33,7 @@ Response sample_response() {
   r.root = 1;
   r.prescale = 2;
   r.postscale = 0.25;
+  r.compression = Compression::kFloat16;
   r.shape = {10, 2};
   r.first_dims = {3, 0, 7};
   r.error = "Mismatched dtype";
@@ -53,6 +55,7 @@ TEST(Wire, RequestsRoundTrip) {
   EXPECT_EQ(q.root, 2);
   EXPECT_EQ(q.prescale, 0.5);
   EXPECT_EQ(q.postscale, 4.0);
+  EXPECT_EQ(q.compression, Compression::kBFloat16);
   EXPECT_EQ(q.shape, (std::vector<int64_t>{7, 3, 0}));
   EXPECT_EQ(q.waited_seconds, 1.25);
   EXPECT_EQ(out[1].name, "");
@@ -70,6 +73,7 @@ TEST(Wire, ResponsesRoundTrip) {
   EXPECT_EQ(r.root, 1);
   EXPECT_EQ(r.prescale, 2.0);
   EXPECT_EQ(r.postscale, 0.25);
+  EXPECT_EQ(r.compression, Compression::kFloat16);
   EXPECT_EQ(r.shape, (std::vector<int64_t>{10, 2}));
   EXPECT_EQ(r.first_dims, (std::vector<int64_t>{3, 0, 7}));
   EXPECT_EQ(r.error, "Mismatched dtype");
@@ -96,7 +100,7 @@ TEST(Wire, RejectsMalformedFields) {
   std::string wrong_version = bytes;
   wrong_version[1] = 9;
   EXPECT_EQ(decode_requests(wrong_version, &q).message(),
-            "negotiation message has format version 9, this kolo speaks 1: are all ranks running the same kolo build?");
+            "negotiation message has format version 9, this kolo speaks 2: are all ranks running the same kolo build?");
   std::vector<Response> r;
   EXPECT_EQ(decode_responses(bytes, &r).message(), "negotiation message has the wrong tag");
 
@@ -110,6 +114,9 @@ TEST(Wire, RejectsMalformedFields) {
   EXPECT_FALSE(decode_requests(encode_requests({bad}), &q).ok());
   bad = sample_request();
   bad.prescale = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(decode_requests(encode_requests({bad}), &q).ok());
+  bad = sample_request();
+  bad.compression = static_cast<Compression>(3);
   EXPECT_FALSE(decode_requests(encode_requests({bad}), &q).ok());
 }
 

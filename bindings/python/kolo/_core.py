@@ -23,6 +23,9 @@ SUM, AVERAGE, MIN, MAX, PRODUCT = range(5)
 UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(8)
 CPU, CUDA = 0, 1
 
+# Compressions, as in include/kolo/c_api.h.
+COMPRESSION_NONE, COMPRESSION_FP16, COMPRESSION_BF16 = range(3)
+
 
 class KoloError(RuntimeError):
     """An operation failed: ranks disagreed about it, the job was shut down, MPI failed, ...
@@ -116,11 +119,14 @@ class Pending:
     """Bookkeeping for one op in flight: what must stay alive, and how to turn kolo's output into
     the framework's result."""
 
-    __slots__ = ("keep", "finish")
+    __slots__ = ("keep", "finish", "stream")
 
-    def __init__(self, keep, finish):
+    def __init__(self, keep, finish, stream):
         self.keep = keep
         self.finish = finish
+        # For GPU ops: gives the stream (an integer cudaStream_t) that will use the results, which
+        # then waits for kolo's work on the device instead of the host waiting.
+        self.stream = stream
 
 
 class Handles:
@@ -132,7 +138,7 @@ class Handles:
         self._early = {}  # handles that had already ended when enqueued
         self._lock = threading.Lock()
 
-    def add(self, handle, keep, finish):
+    def add(self, handle, keep, finish, stream=None):
         # A call rejected at once comes back as a handle that has already failed: raise now, as
         # the call itself was wrong.
         if _C.poll(handle) == 1:
@@ -142,7 +148,7 @@ class Handles:
             with self._lock:
                 self._early[handle] = (code, message, output)
         with self._lock:
-            self._pending[handle] = Pending(keep, finish)
+            self._pending[handle] = Pending(keep, finish, stream)
         return handle
 
     def poll(self, handle):
@@ -159,7 +165,12 @@ class Handles:
             early = self._early.pop(handle, None)
         if pending is None:
             raise ValueError("unknown handle %r (never issued, or already synchronized)" % (handle,))
-        code, message, output = early if early is not None else _C.wait(handle)
+        if early is not None:
+            code, message, output = early
+        elif pending.stream is not None:
+            code, message, output = _C.wait_on_stream(handle, pending.stream())
+        else:
+            code, message, output = _C.wait(handle)
         if code != OK:
             raise error_for(code, message)
         return pending.finish(output)

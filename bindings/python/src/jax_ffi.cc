@@ -1,7 +1,10 @@
 // kolo.jax's XLA FFI handlers: allreduce, allgather and broadcast of a group of buffers, as custom
-// calls inside compiled JAX programs. XLA hands over the device buffers it owns; each is enqueued
-// into kolo's engine under its own name (so a pytree's leaves are negotiated and fused together)
-// and the handler returns once all are done. CPU only for now: kolo's engine has no GPU path yet.
+// calls inside compiled JAX programs. XLA hands over the buffers it owns; each is enqueued into
+// kolo's engine under its own name (so a pytree's leaves are negotiated and fused together).
+// On the CPU the handler returns once all are done. On a GPU (the *_cuda handlers) kolo's work
+// starts after what XLA has queued on its stream, and the handler returns once kolo has launched
+// it, with XLA's stream waiting for it on the device (kolo_wait_on_stream): the host never waits
+// for the collective. Compiled without CUDA headers: streams are opaque pointers.
 //
 // Loaded with ctypes (kolo/jax/_ffi.py), which wraps each symbol in a PyCapsule for
 // jax.ffi.register_ffi_target. Uses only kolo's C ABI.
@@ -32,11 +35,18 @@ int32_t kolo_dtype_of(ffi::DataType t) {
   }
 }
 
+// Where a call's buffers are: the host, or a GPU with XLA's stream for it.
+struct Place {
+  int32_t device_type = KOLO_CPU;
+  int32_t ordinal = 0;
+  void* stream = nullptr;
+};
+
 // A buffer as kolo sees it; holds the shape kolo reads while enqueueing.
 struct View {
   std::vector<int64_t> shape;
   kolo_tensor t{};
-  View(const ffi::AnyBuffer& b, int32_t dtype) {
+  View(const ffi::AnyBuffer& b, int32_t dtype, const Place& place) {
     auto dims = b.dimensions();
     shape.assign(dims.begin(), dims.end());
     t.data = b.untyped_data();
@@ -44,7 +54,9 @@ struct View {
     t.ndim = static_cast<int32_t>(shape.size());
     t.shape = shape.data();
     t.strides = nullptr;  // XLA's default layout is dense, row-major
-    t.device_type = KOLO_CPU;
+    t.device_type = place.device_type;
+    t.device_index = place.ordinal;
+    t.stream = place.stream;
   }
 };
 
@@ -99,12 +111,14 @@ ffi::ErrorCode xla_code_of(int32_t code) {
 }
 
 // Waits for every handle (even after a failure, so none is left behind); the first failure wins.
+// On a GPU only until kolo has launched the work, XLA's stream then waiting for it on the device.
 // Messages start with "kolo: " so that kolo.jax recognizes them inside XLA's error.
-ffi::Error wait_all(const std::vector<kolo_handle>& handles) {
+ffi::Error wait_all(const std::vector<kolo_handle>& handles, const Place& place) {
   int32_t first = KOLO_OK;
   std::string message;
   for (kolo_handle h : handles) {
-    int32_t code = kolo_wait(h, -1.0, nullptr);
+    int32_t code = place.device_type == KOLO_CUDA ? kolo_wait_on_stream(h, place.stream, nullptr)
+                                                  : kolo_wait(h, -1.0, nullptr);
     if (code != KOLO_OK && first == KOLO_OK) {
       first = code;
       message = kolo_last_error();
@@ -117,29 +131,29 @@ ffi::Error wait_all(const std::vector<kolo_handle>& handles) {
 // Enqueues one op per (argument, result) pair, `enqueue(name, input, output)`, then waits for all.
 template <typename Enqueue>
 ffi::Error run_group(std::string_view names_attr, const ffi::RemainingArgs& args, const ffi::RemainingRets& rets,
-                     Enqueue enqueue) {
+                     const Place& place, Enqueue enqueue) {
   auto names = split_names(names_attr, args.size());
   std::vector<int32_t> dtypes;
   if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
   std::vector<kolo_handle> handles;
   for (size_t i = 0; i < args.size(); ++i) {
-    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
-    View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i]);
+    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i], place);
+    View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i], place);
     handles.push_back(enqueue(names[i].c_str(), &in.t, &out.t));
   }
-  return wait_all(handles);
+  return wait_all(handles, place);
 }
 
-ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, double postscale,
-                          ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return run_group(names, args, rets, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
+ffi::Error allreduce_at(const Place& place, std::string_view names, int32_t op, double prescale, double postscale,
+                        ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
     return kolo_allreduce_async(name, in, out, op, prescale, postscale, nullptr, nullptr);
   });
 }
 
-ffi::Error broadcast_impl(std::string_view names, int32_t root_rank, ffi::RemainingArgs args,
-                          ffi::RemainingRets rets) {
-  return run_group(names, args, rets, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
+ffi::Error broadcast_at(const Place& place, std::string_view names, int32_t root_rank, ffi::RemainingArgs args,
+                        ffi::RemainingRets rets) {
+  return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
     return kolo_broadcast_async(name, in, out, root_rank, nullptr, nullptr);
   });
 }
@@ -183,8 +197,8 @@ ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::ve
   return ffi::Error(ffi::ErrorCode::kInvalidArgument, "kolo: " + message);
 }
 
-ffi::Error allgather_impl(std::string_view names_attr, int32_t check_rows, ffi::RemainingArgs args,
-                          ffi::RemainingRets rets) {
+ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t check_rows, ffi::RemainingArgs args,
+                        ffi::RemainingRets rets) {
   auto names = split_names(names_attr, args.size());
   std::vector<int32_t> dtypes;
   if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
@@ -203,12 +217,38 @@ ffi::Error allgather_impl(std::string_view names_attr, int32_t check_rows, ffi::
   }
   std::vector<kolo_handle> handles;
   for (size_t i = 0; i < args.size(); ++i) {
-    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i]);
+    View in(*args.get<ffi::AnyBuffer>(i), dtypes[i], place);
     handles.push_back(kolo_allgather_async(names[i].c_str(), &in.t, gather_into, &targets[i], nullptr, nullptr));
   }
   ffi::Error rows_result = check_rows != 0 ? check_equal_rows(names, rows, rows_handle) : ffi::Error::Success();
-  ffi::Error result = wait_all(handles);
+  ffi::Error result = wait_all(handles, place);
   return rows_result.failure() ? std::move(rows_result) : std::move(result);
+}
+
+// The handlers XLA calls: on the CPU, and on a GPU with XLA's stream and device.
+Place gpu(void* stream, int32_t ordinal) { return Place{KOLO_CUDA, ordinal, stream}; }
+
+ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, double postscale,
+                          ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return allreduce_at(Place{}, names, op, prescale, postscale, args, rets);
+}
+ffi::Error allreduce_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t op, double prescale,
+                               double postscale, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return allreduce_at(gpu(stream, ordinal), names, op, prescale, postscale, args, rets);
+}
+ffi::Error broadcast_impl(std::string_view names, int32_t root_rank, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return broadcast_at(Place{}, names, root_rank, args, rets);
+}
+ffi::Error broadcast_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t root_rank,
+                               ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return broadcast_at(gpu(stream, ordinal), names, root_rank, args, rets);
+}
+ffi::Error allgather_impl(std::string_view names, int32_t check_rows, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return allgather_at(Place{}, names, check_rows, args, rets);
+}
+ffi::Error allgather_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t check_rows,
+                               ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return allgather_at(gpu(stream, ordinal), names, check_rows, args, rets);
 }
 
 }  // namespace
@@ -231,6 +271,36 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast, broadcast_impl,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather, allgather_impl,
                               ffi::Ffi::Bind()
+                                  .Attr<std::string_view>("names")
+                                  .Attr<int32_t>("check_rows")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+
+// The same for the CUDA platform: XLA's stream and device first.
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce_cuda, allreduce_cuda_impl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<void*>>()
+                                  .Ctx<ffi::DeviceOrdinal>()
+                                  .Attr<std::string_view>("names")
+                                  .Attr<int32_t>("op")
+                                  .Attr<double>("prescale")
+                                  .Attr<double>("postscale")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast_cuda, broadcast_cuda_impl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<void*>>()
+                                  .Ctx<ffi::DeviceOrdinal>()
+                                  .Attr<std::string_view>("names")
+                                  .Attr<int32_t>("root_rank")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather_cuda, allgather_cuda_impl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<void*>>()
+                                  .Ctx<ffi::DeviceOrdinal>()
                                   .Attr<std::string_view>("names")
                                   .Attr<int32_t>("check_rows")
                                   .RemainingArgs()

@@ -79,6 +79,20 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("last_joined_rank", &Output::last_joined_rank)
       .def_property_readonly("size_bytes", &Output::size_bytes)
       .def_property_readonly("address", [](const Output& o) { return reinterpret_cast<uintptr_t>(o.data()); })
+      // For memory kolo allocated on a GPU: CUDA's array interface, so that a framework wraps it
+      // without a copy (torch.as_tensor(output, device="cuda:N")). The op has ended, or the
+      // framework's stream waits for it (wait_on_stream): no stream to synchronize with.
+      .def_property_readonly("__cuda_array_interface__",
+                             [](const Output& o) {
+                               py::dict d;
+                               d["shape"] = py::make_tuple(o.size_bytes());
+                               d["typestr"] = "|u1";
+                               d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(o.data()), false);
+                               d["version"] = 3;
+                               d["strides"] = py::none();
+                               d["stream"] = py::none();
+                               return d;
+                             })
       .def_buffer([](Output& o) -> py::buffer_info {
         // The bytes, whatever the dtype: the framework reinterprets them.
         return py::buffer_info(o.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
@@ -116,10 +130,12 @@ PYBIND11_MODULE(_C, m) {
 
   // Enqueueing never blocks on other ranks; a call rejected at once returns a handle that has failed.
   m.def("allreduce_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
-                              double prescale, double postscale) {
+                              double prescale, double postscale, int32_t compression) {
     CTensor i(in), o(out);
-    return kolo_allreduce_async(name.c_str(), &i.t, &o.t, op, prescale, postscale, nullptr, nullptr);
-  });
+    return kolo_allreduce_async_compressed(name.c_str(), &i.t, &o.t, op, prescale, postscale, compression, nullptr,
+                                           nullptr);
+  }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+     py::arg("compression") = 0);
   m.def("allgather_async", [](const std::string& name, const Descriptor& in) {
     CTensor i(in);
     return kolo_allgather_async(name.c_str(), &i.t, nullptr, nullptr, nullptr, nullptr);
@@ -152,4 +168,15 @@ PYBIND11_MODULE(_C, m) {
     }
     return finished(code, out);
   }, py::arg("handle"), py::arg("timeout_seconds") = -1.0);
+  // GPU ops: waits only until kolo has launched the op, then makes `stream` (a cudaStream_t as an
+  // integer) wait for it on the device; see kolo_wait_on_stream.
+  m.def("wait_on_stream", [](kolo_handle handle, uintptr_t stream) {
+    kolo_output* out = nullptr;
+    int32_t code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_wait_on_stream(handle, reinterpret_cast<void*>(stream), &out);
+    }
+    return finished(code, out);
+  });
 }

@@ -1,7 +1,8 @@
 // Allreduce of GPU tensors, fused or alone, on the communication stream: wait for the producers'
 // ready events, pack every tensor into the fusion buffer with one batched copy (prescale on the
-// way), reduce, unpack with one batched copy (postscale, an Average's division), record the done
-// event. A lone tensor is reduced where it lies. Hierarchical: reduce-scatter inside the host,
+// way, and the cast to 16 bits under compression), reduce, unpack with one batched copy (postscale,
+// an Average's division, the cast back), record the done event. A lone tensor is reduced where it
+// lies (unless compressed). Hierarchical: reduce-scatter inside the host,
 // allreduce of each block across hosts among the ranks of one local rank, allgather inside the host.
 #include <algorithm>
 
@@ -32,7 +33,8 @@ class DeviceAllreduce : public Collective {
 
   Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) override {
     return run_on_device(context_, call, log, pending, [&](DeviceWork& work) {
-      return hierarchical_ || call.pieces.size() > 1 ? fused(call, work) : alone(call, work);
+      const bool packed = hierarchical_ || call.pieces.size() > 1 || call.wire_dtype != call.dtype;
+      return packed ? fused(call, work) : alone(call, work);
     });
   }
 
@@ -47,8 +49,9 @@ class DeviceAllreduce : public Collective {
     const int contributors = call.contributors > 0 ? call.contributors : context_.mpi().topology().size;
     const Scaling post = post_scaling(d, call.reduce_op, call.postscale, contributors);
     Scalings s;
-    s.pre = CopyTransform{d, d, dtype_is_floating(d) ? call.prescale : 1.0, 1, call.reduce_op};
-    s.post = CopyTransform{d, d, post.factor, post.divisor, call.reduce_op};
+    const DataType w = call.wire_dtype;
+    s.pre = CopyTransform{d, w, dtype_is_floating(d) ? call.prescale : 1.0, 1, call.reduce_op};
+    s.post = CopyTransform{w, d, post.factor, post.divisor, call.reduce_op};
     // An Average is a sum divided afterwards, as on the CPU, so integers truncate alike.
     s.op = call.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : call.reduce_op;
     return s;
@@ -68,11 +71,12 @@ class DeviceAllreduce : public Collective {
       send = p.out;
     }
     if (s.ok()) s = work.mark(Phase::kPack);
+    if (!s.ok() || count == 0) return s;
     DeviceComm* comm = nullptr;
-    if (s.ok()) s = context_.comm(DeviceContext::Group::kWorld, &comm);
+    s = context_.comm(DeviceContext::Group::kWorld, &comm);
     if (!s.ok()) return s;
     work.uses(comm);
-    if (count > 0) s = comm->allreduce(send, p.out, count, call.dtype, sc.op, context_.stream());
+    s = comm->allreduce(send, p.out, count, call.dtype, sc.op, context_.stream());
     if (s.ok()) s = work.mark(Phase::kCollective);
     if (s.ok() && !identity(sc.post)) s = b.batched_copy({CopyPiece{p.out, p.out, count}}, sc.post, context_.stream());
     if (s.ok()) s = work.mark(Phase::kUnpack);
@@ -80,7 +84,8 @@ class DeviceAllreduce : public Collective {
   }
 
   Status fused(CollectiveCall& call, DeviceWork& work) {
-    const int64_t elem = static_cast<int64_t>(dtype_size(call.dtype));
+    const int64_t in_elem = static_cast<int64_t>(dtype_size(call.dtype));
+    const int64_t elem = static_cast<int64_t>(dtype_size(call.wire_dtype));  // in the buffer
     const Scalings sc = scalings_of(call);
     std::vector<CopyPiece> pack, unpack;
     pack.reserve(call.pieces.size());
@@ -91,7 +96,7 @@ class DeviceAllreduce : public Collective {
     int64_t at = 0;
     for (const Piece& p : call.pieces) {
       offsets.push_back(at);
-      at = align_up(at + p.bytes / elem, std::max<int64_t>(1, kAlign / elem));
+      at = align_up(at + p.bytes / in_elem, std::max<int64_t>(1, kAlign / elem));
     }
     const int local = hierarchical_ ? context_.mpi().topology().local_size : 1;
     const int64_t total = align_up(at, local);
@@ -102,15 +107,15 @@ class DeviceAllreduce : public Collective {
     char* base = static_cast<char*>(buffer.get());
     for (size_t i = 0; i < call.pieces.size(); ++i) {
       const Piece& p = call.pieces[i];
-      const int64_t n = p.bytes / elem;
+      const int64_t n = p.bytes / in_elem;
       pack.push_back(CopyPiece{p.in, base + offsets[i] * elem, n});
       unpack.push_back(CopyPiece{base + offsets[i] * elem, p.out, n});
     }
     DeviceBackend& b = context_.backend();
     s = b.batched_copy(pack, sc.pre, context_.stream());
     if (s.ok()) s = work.mark(Phase::kPack);
-    if (s.ok()) s = hierarchical_ ? reduce_hierarchically(base, total, call.dtype, sc.op, work)
-                                  : reduce_flat(base, total, call.dtype, sc.op, work);
+    if (s.ok()) s = hierarchical_ ? reduce_hierarchically(base, total, call.wire_dtype, sc.op, work)
+                                  : reduce_flat(base, total, call.wire_dtype, sc.op, work);
     if (s.ok()) s = work.mark(Phase::kCollective);
     if (s.ok()) s = b.batched_copy(unpack, sc.post, context_.stream());
     if (s.ok()) s = work.mark(Phase::kUnpack);

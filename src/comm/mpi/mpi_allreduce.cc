@@ -95,15 +95,19 @@ class MpiAllreduce : public Collective {
     Status s = prepare_host_joined_pieces(call);
     if (!s.ok()) return s;
     const DataType dtype = call.dtype;
+    // Compressed data travels (and is reduced) as `wire`: every tensor is packed, cast on the way.
+    const DataType wire = call.wire_dtype;
     const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+    const int64_t wire_elem = static_cast<int64_t>(dtype_size(wire));
     std::vector<int64_t> member_bytes;
     member_bytes.reserve(call.pieces.size());
-    for (const Piece& p : call.pieces) member_bytes.push_back(p.bytes);
-    const SegmentPlan plan = plan_segments(member_bytes, elem, tuning_.segment_bytes, tuning_.zero_copy_bytes);
+    for (const Piece& p : call.pieces) member_bytes.push_back(p.bytes / elem * wire_elem);
+    const SegmentPlan plan =
+        plan_segments(member_bytes, wire_elem, tuning_.segment_bytes, tuning_.zero_copy_bytes, wire == dtype);
     if (staging_.size() < static_cast<size_t>(plan.staging_bytes)) staging_.resize(plan.staging_bytes);
 
-    const MPI_Datatype type = mpi_.datatype(dtype);
-    const MPI_Op op = mpi_.op(dtype, call.reduce_op);
+    const MPI_Datatype type = mpi_.datatype(wire);
+    const MPI_Op op = mpi_.op(wire, call.reduce_op);
     const Scaling pre{dtype_is_floating(dtype) ? call.prescale : 1.0, 1};
     // Joined ranks contributed the identity; an average is over the ranks that contributed.
     const int contributors = call.contributors > 0 ? call.contributors : mpi_.topology().size;
@@ -111,7 +115,7 @@ class MpiAllreduce : public Collective {
     const bool timed = log.enabled();
 
     for (const Segment& seg : plan.segments) {
-      const int count = static_cast<int>(seg.bytes / elem);
+      const int count = static_cast<int>(seg.bytes / wire_elem);
       if (seg.direct) {
         const SegmentPiece& sp = seg.pieces[0];
         const Piece& p = call.pieces[sp.member];
@@ -131,16 +135,16 @@ class MpiAllreduce : public Collective {
       }
       const double t0 = timed ? steady_seconds() : 0;
       for (const SegmentPiece& sp : seg.pieces) {
-        scale_into(dtype, bytes_at(call.pieces[sp.member].in, sp.offset), staging_.data() + sp.staging_offset,
-                   sp.bytes / elem, pre);
+        cast_into(dtype, wire, bytes_at(call.pieces[sp.member].in, sp.offset / wire_elem * elem),
+                  staging_.data() + sp.staging_offset, sp.bytes / wire_elem, pre);
       }
       const double t1 = timed ? steady_seconds() : 0;
       s = reducer_->reduce(MPI_IN_PLACE, staging_.data(), count, type, op);
       if (!s.ok()) return s;
       const double t2 = timed ? steady_seconds() : 0;
       for (const SegmentPiece& sp : seg.pieces) {
-        scale_into(dtype, staging_.data() + sp.staging_offset, bytes_at(call.pieces[sp.member].out, sp.offset),
-                   sp.bytes / elem, post);
+        cast_into(wire, dtype, staging_.data() + sp.staging_offset,
+                  bytes_at(call.pieces[sp.member].out, sp.offset / wire_elem * elem), sp.bytes / wire_elem, post);
       }
       if (timed) {
         const double t3 = steady_seconds();

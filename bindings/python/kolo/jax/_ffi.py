@@ -1,5 +1,6 @@
 """kolo's XLA FFI handlers (src/jax_ffi.cc), loaded once and registered with JAX as custom-call
-targets "kolo_allreduce", "kolo_allgather" and "kolo_broadcast" for the CPU platform."""
+targets "kolo_allreduce", "kolo_allgather" and "kolo_broadcast": for the CPU platform, and for the
+CUDA platform where JAX has GPUs (the handlers then take XLA's stream)."""
 import ctypes
 import os
 import threading
@@ -9,6 +10,13 @@ import jax
 _lock = threading.Lock()
 _registered = False
 OPS = ("allreduce", "allgather", "broadcast")
+
+
+def _has_gpus():
+    try:
+        return len(jax.devices("cuda")) > 0
+    except RuntimeError:  # no CUDA backend in this jax
+        return False
 
 
 def target(op):
@@ -25,5 +33,10 @@ def target(op):
             for name in OPS:
                 jax.ffi.register_ffi_target("kolo_" + name, jax.ffi.pycapsule(getattr(library, "kolo_jax_" + name)),
                                             platform="cpu")
+            if _has_gpus():
+                for name in OPS:
+                    jax.ffi.register_ffi_target("kolo_" + name,
+                                                jax.ffi.pycapsule(getattr(library, "kolo_jax_%s_cuda" % name)),
+                                                platform="CUDA")
             _registered = True
     return "kolo_" + op

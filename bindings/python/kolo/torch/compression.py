@@ -1,5 +1,13 @@
-"""Gradient compression applied on the way into a collective and undone on the way out."""
+"""Gradient compression applied on the way into a collective and undone on the way out.
+
+kolo's own compressors also name the compression kolo's engine applies itself (`kolo_code`): a
+float32 tensor is then cast to 16 bits in the fusion buffer's pack and back in its unpack, in the
+same pass as the scaling, with no cast or copy in Python. Other compressors (subclasses of
+Compressor) run their compress/decompress around the collective, as in Horovod.
+"""
 import torch
+
+from kolo import _core
 
 
 class Compressor:
@@ -14,6 +22,8 @@ class Compressor:
 
 
 class NoneCompressor(Compressor):
+    kolo_code = _core.COMPRESSION_NONE
+
     @staticmethod
     def compress(tensor):
         return tensor, None
@@ -41,10 +51,21 @@ class _CastCompressor(Compressor):
 
 class FP16Compressor(_CastCompressor):
     wire_dtype = torch.float16
+    kolo_code = _core.COMPRESSION_FP16
 
 
 class BF16Compressor(_CastCompressor):
     wire_dtype = torch.bfloat16
+    kolo_code = _core.COMPRESSION_BF16
+
+
+def engine_compression(compression, tensor):
+    """The compression code kolo's engine applies to `tensor` itself, or None when `compression`
+    must run in Python (a compressor of the user's, or a dtype kolo does not compress)."""
+    code = getattr(compression, "kolo_code", None)
+    if code is None:
+        return None
+    return code if code == _core.COMPRESSION_NONE or tensor.dtype == torch.float32 else None
 
 
 class Compression:

@@ -77,40 +77,59 @@ def _name(name):
 
 def _wrap_output(output, dtype, device):
     """A tensor over the memory kolo allocated for an output, without copying it (the tensor keeps
-    kolo's buffer alive)."""
+    kolo's buffer alive): host memory through the buffer protocol, GPU memory through CUDA's array
+    interface."""
     shape = tuple(output.shape)
     if output.size_bytes == 0:
         return torch.empty(shape, dtype=dtype, device=device)
+    if device.type == "cuda":
+        return torch.as_tensor(output, device=device).view(dtype).reshape(shape)
     return torch.frombuffer(output, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def _consumer_stream(tensor):
+    """For a GPU tensor: what gives the stream that will use an op's results when the op is
+    synchronized (the current stream then), which waits for kolo's work on the device; None for a
+    CPU tensor (the host waits)."""
+    if not tensor.is_cuda:
+        return None
+    device = tensor.device
+    return lambda: torch.cuda.current_stream(device).cuda_stream
+
+
+def _add(handle, keep, finish, tensor):
+    return _handles.add(handle, keep, finish, _consumer_stream(tensor))
 
 
 # ---- allreduce ------------------------------------------------------------------------------------
 
-def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor):
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, compression=_core.COMPRESSION_NONE):
     handle = _C.allreduce_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
-                                float(prescale_factor), float(postscale_factor))
-    return _handles.add(handle, (tensor, output), lambda _: output)
+                                float(prescale_factor), float(postscale_factor), compression)
+    return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                    _compression=_core.COMPRESSION_NONE):
     """Starts an allreduce of `tensor` into a new tensor; synchronize(handle) returns it."""
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-    return _allreduce_async(tensor, output, name, _op_of(op, average), prescale_factor, postscale_factor)
+    return _allreduce_async(tensor, output, name, _op_of(op, average), prescale_factor, postscale_factor, _compression)
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                     _compression=_core.COMPRESSION_NONE):
     """Starts an in-place allreduce of `tensor`."""
-    return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor)
+    return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, _compression)
 
 
 class _Allreduce(torch.autograd.Function):
     """The gradient of an allreduce is the allreduce of the gradients (same op and scaling)."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
-        ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression):
+        ctx.op, ctx.prescale, ctx.postscale, ctx.compression = op, prescale_factor, postscale_factor, compression
         return synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
-                                           postscale_factor=postscale_factor))
+                                           postscale_factor=postscale_factor, _compression=compression))
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -118,8 +137,8 @@ class _Allreduce(torch.autograd.Function):
             raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
                             % _OP_NAMES.get(ctx.op, ctx.op))
         grad = synchronize(allreduce_async(grad_output.contiguous(), op=ctx.op, prescale_factor=ctx.prescale,
-                                           postscale_factor=ctx.postscale))
-        return grad, None, None, None, None
+                                           postscale_factor=ctx.postscale, _compression=ctx.compression))
+        return grad, None, None, None, None, None
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
@@ -129,10 +148,14 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     compression (e.g. Compression.fp16) is applied on the way into the collective and undone on the
     way out.
     """
-    from kolo.torch.compression import Compression
+    from kolo.torch.compression import Compression, engine_compression
     compression = compression or Compression.none
+    code = engine_compression(compression, tensor)
+    if code is not None:  # kolo casts in its pack and unpack
+        return _Allreduce.apply(tensor, name, _op_of(op, average), prescale_factor, postscale_factor, code)
     compressed, ctx = compression.compress(tensor)
-    reduced = _Allreduce.apply(compressed, name, _op_of(op, average), prescale_factor, postscale_factor)
+    reduced = _Allreduce.apply(compressed, name, _op_of(op, average), prescale_factor, postscale_factor,
+                               _core.COMPRESSION_NONE)
     return compression.decompress(reduced, ctx)
 
 
@@ -212,7 +235,7 @@ def allgather_async(tensor, name=None):
     """Starts an allgather: every rank's `tensor` concatenated along the first dimension, which may
     differ per rank. synchronize(handle) returns the result."""
     handle = _C.allgather_async(_name(name), _describe(tensor, name))
-    return _handles.add(handle, (tensor,), lambda out: _wrap_output(out, tensor.dtype, tensor.device))
+    return _add(handle, (tensor,), lambda out: _wrap_output(out, tensor.dtype, tensor.device), tensor)
 
 
 class _Allgather(torch.autograd.Function):
@@ -242,7 +265,7 @@ def allgather(tensor, name=None):
 
 def _broadcast_async(tensor, output, root_rank, name):
     handle = _C.broadcast_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), int(root_rank))
-    return _handles.add(handle, (tensor, output), lambda _: output)
+    return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
 def broadcast_async(tensor, root_rank, name=None):
@@ -300,7 +323,7 @@ def alltoall_async(tensor, splits=None, name=None):
         received = torch.tensor(out.received_splits, dtype=torch.int32)
         return _wrap_output(out, tensor.dtype, tensor.device), received
 
-    return _handles.add(handle, (tensor,), finish)
+    return _add(handle, (tensor,), finish, tensor)
 
 
 class _Alltoall(torch.autograd.Function):
@@ -338,7 +361,7 @@ def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, post
     output = tensor.new_empty((rows,) + tuple(tensor.shape[1:]))
     handle = _C.reducescatter_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
                                     float(prescale_factor), float(postscale_factor))
-    return _handles.add(handle, (tensor, output), lambda _: output)
+    return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
 class _Reducescatter(torch.autograd.Function):

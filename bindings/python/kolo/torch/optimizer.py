@@ -5,7 +5,8 @@ import warnings
 import torch
 
 from kolo.torch import mpi_ops
-from kolo.torch.compression import Compression
+from kolo import _core
+from kolo.torch.compression import Compression, engine_compression
 
 # torch 2.1 added a hook that runs once a parameter's gradient has been accumulated; older torch
 # (Debian's 1.13) gets the same moment from a hook on the gradient's AccumulateGrad node.
@@ -76,7 +77,11 @@ class _DistributedOptimizer:
     def _allreduce_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        compressed, ctx = self._compression.compress(p.grad)
+        code = engine_compression(self._compression, p.grad)
+        if code is None:
+            compressed, ctx = self._compression.compress(p.grad)
+        else:  # kolo compresses in its pack and unpack: the gradient is reduced where it lies
+            compressed, ctx = p.grad, None
         # With Average: divide by the predivide factor before summing, and by size / factor after,
         # so large sums of half-precision gradients stay in range.
         if self._op == mpi_ops.Average:
@@ -84,7 +89,8 @@ class _DistributedOptimizer:
         else:
             pre, post = 1.0, 1.0
         handle = mpi_ops.allreduce_async_(compressed, name="grad." + self._names[p], op=self._op,
-                                          prescale_factor=pre, postscale_factor=post)
+                                          prescale_factor=pre, postscale_factor=post,
+                                          _compression=_core.COMPRESSION_NONE if code is None else code)
         return handle, compressed, ctx
 
     def synchronize(self):
