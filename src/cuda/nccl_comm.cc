@@ -40,6 +40,12 @@ Status nccl_op(ReduceOp op, ncclRedOp_t* out) {
   return Status::InvalidArgument(std::string("the device communicator takes no ") + reduce_op_name(op));
 }
 
+// Both, for the reducing calls.
+Status nccl_type_and_op(DataType dtype, ReduceOp op, ncclDataType_t* t, ncclRedOp_t* o) {
+  Status s = nccl_type(dtype, t);
+  return s.ok() ? nccl_op(op, o) : s;
+}
+
 class NcclComm : public DeviceComm {
  public:
   NcclComm(ncclComm_t comm, int size, int rank, double timeout) : comm_(comm), size_(size), rank_(rank), timeout_(timeout) {}
@@ -64,8 +70,7 @@ class NcclComm : public DeviceComm {
                    DeviceStream stream) override {
     ncclDataType_t t;
     ncclRedOp_t o;
-    Status s = nccl_type(dtype, &t);
-    if (s.ok()) s = nccl_op(op, &o);
+    Status s = nccl_type_and_op(dtype, op, &t, &o);
     if (!s.ok()) return s;
     return issue(ncclAllReduce(send, recv, static_cast<size_t>(count), t, o, comm_, stream_of(stream)), "ncclAllReduce");
   }
@@ -74,8 +79,7 @@ class NcclComm : public DeviceComm {
                        DeviceStream stream) override {
     ncclDataType_t t;
     ncclRedOp_t o;
-    Status s = nccl_type(dtype, &t);
-    if (s.ok()) s = nccl_op(op, &o);
+    Status s = nccl_type_and_op(dtype, op, &t, &o);
     if (!s.ok()) return s;
     return issue(ncclReduceScatter(send, recv, static_cast<size_t>(recv_count), t, o, comm_, stream_of(stream)),
                  "ncclReduceScatter");

@@ -8,7 +8,7 @@
 #include "api/runtime.h"
 #include "gpu/gpu_test_util.h"
 #include "kolo/kolo.h"
-#include "mpi/failure_printer.h"
+#include "mpi/kolo_test_main.h"
 
 namespace kolo {
 namespace testing {
@@ -32,13 +32,5 @@ int main(int argc, char** argv) {
   }
   kolo::testing::g_device = device.get();
   kolo::Runtime::instance().use_device_backend(device->backend());
-  kolo::Status s = kolo::init();
-  if (!s.ok()) {
-    std::fprintf(stderr, "kolo::init failed: %s\n", s.to_string().c_str());
-    return 1;
-  }
-  kolo::testing::print_failures_only_unless_rank_0(kolo::rank());
-  const int rc = RUN_ALL_TESTS();
-  kolo::shutdown();
-  return rc;
+  return kolo::testing::run_tests_under_kolo();
 }

@@ -10,7 +10,7 @@
 #include <deque>
 #include <thread>
 
-#include "cpu/kernels.h"
+#include "comm/mpi/mpi_types.h"
 #include "cuda/batch_math.h"
 
 namespace kolo {
@@ -72,12 +72,12 @@ struct HostDouble::Stream {
 
 struct HostDouble::Event {
   void reach(uint64_t generation) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (generation > reached) {
-        reached = generation;
-        at = now_seconds();
-      }
+    // Notified under the lock: a waiter that sees the event done may destroy it at once, so the
+    // stream must be finished with it by then.
+    std::lock_guard<std::mutex> lock(mu);
+    if (generation > reached) {
+      reached = generation;
+      at = now_seconds();
     }
     cv.notify_all();
   }
@@ -261,56 +261,22 @@ Status HostDouble::batched_copy(const std::vector<CopyPiece>& pieces, const Copy
 
 namespace {
 
-template <DataType D, ReduceOp O>
-void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  reduce_16bit(D, O, static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), *len);
-}
-
-// MPI ops for 16-bit floats, made once per process (never freed: they are a few bytes).
-MPI_Op half_mpi_op(DataType dtype, ReduceOp op) {
-  static std::once_flag once;
-  static MPI_Op ops[2][4];
-  std::call_once(once, [] {
-    MPI_User_function* fns[2][4] = {
-        {half_op<DataType::kFloat16, ReduceOp::kSum>, half_op<DataType::kFloat16, ReduceOp::kMin>,
-         half_op<DataType::kFloat16, ReduceOp::kMax>, half_op<DataType::kFloat16, ReduceOp::kProduct>},
-        {half_op<DataType::kBFloat16, ReduceOp::kSum>, half_op<DataType::kBFloat16, ReduceOp::kMin>,
-         half_op<DataType::kBFloat16, ReduceOp::kMax>, half_op<DataType::kBFloat16, ReduceOp::kProduct>}};
-    for (int d = 0; d < 2; ++d) {
-      for (int o = 0; o < 4; ++o) MPI_Op_create(fns[d][o], 1, &ops[d][o]);
-    }
-  });
-  const int column = op == ReduceOp::kSum ? 0 : op == ReduceOp::kMin ? 1 : op == ReduceOp::kMax ? 2 : 3;
-  return ops[dtype == DataType::kFloat16 ? 0 : 1][column];
-}
-
-MPI_Datatype mpi_type(DataType dtype) {
-  switch (dtype) {
-    case DataType::kUInt8: return MPI_UINT8_T;
-    case DataType::kInt8: return MPI_INT8_T;
-    case DataType::kInt32: return MPI_INT32_T;
-    case DataType::kInt64: return MPI_INT64_T;
-    case DataType::kFloat16:
-    case DataType::kBFloat16: return MPI_UINT16_T;
-    case DataType::kFloat32: return MPI_FLOAT;
-    case DataType::kFloat64: return MPI_DOUBLE;
-  }
-  return MPI_DATATYPE_NULL;
-}
-
 Status mpi_op(DataType dtype, ReduceOp op, MPI_Op* out) {
   if (op == ReduceOp::kAverage) return Status::InvalidArgument("host double: communicators take no Average");
-  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
-    *out = half_mpi_op(dtype, op);
+  if (dtype != DataType::kFloat16 && dtype != DataType::kBFloat16) {
+    *out = mpi_builtin_op(op);
     return Status::OK();
   }
-  switch (op) {
-    case ReduceOp::kSum: *out = MPI_SUM; break;
-    case ReduceOp::kMin: *out = MPI_MIN; break;
-    case ReduceOp::kMax: *out = MPI_MAX; break;
-    default: *out = MPI_PROD; break;
-  }
-  return Status::OK();
+  // kolo's ops for 16-bit floats, made once per process (never freed: they are a few bytes).
+  static std::once_flag once;
+  static MPI_Op ops[2][kNumReduceOps];
+  static Status made;
+  std::call_once(once, [] {
+    made = create_16bit_ops(DataType::kFloat16, ops[0]);
+    if (made.ok()) made = create_16bit_ops(DataType::kBFloat16, ops[1]);
+  });
+  *out = ops[dtype == DataType::kFloat16 ? 0 : 1][static_cast<int>(op)];
+  return made;
 }
 
 Status int_count(int64_t n, const char* what) {
@@ -348,7 +314,7 @@ class DoubleComm : public DeviceComm {
     const MPI_Comm c = comm_;
     return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
       r->emplace_back();
-      return MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(dtype), mop, c,
+      return MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_datatype(dtype), mop, c,
                             &r->back());
     });
   }
@@ -370,7 +336,7 @@ class DoubleComm : public DeviceComm {
       std::memcpy(copy.get(), send, static_cast<size_t>(send_bytes));
       keep->push_back(copy);
       r->emplace_back();
-      return MPI_Ireduce_scatter_block(copy.get(), recv, static_cast<int>(recv_count), mpi_type(dtype), mop, c,
+      return MPI_Ireduce_scatter_block(copy.get(), recv, static_cast<int>(recv_count), mpi_datatype(dtype), mop, c,
                                        &r->back());
     });
   }
@@ -385,8 +351,8 @@ class DoubleComm : public DeviceComm {
     const bool in_place = send == static_cast<const char*>(recv) + rank_ * send_count * elem;
     return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
       r->emplace_back();
-      return MPI_Iallgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(send_count), mpi_type(dtype), recv,
-                            static_cast<int>(send_count), mpi_type(dtype), c, &r->back());
+      return MPI_Iallgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(send_count), mpi_datatype(dtype), recv,
+                            static_cast<int>(send_count), mpi_datatype(dtype), c, &r->back());
     });
   }
 
@@ -401,7 +367,7 @@ class DoubleComm : public DeviceComm {
     return submit(stream, [=](std::vector<MPI_Request>* r, std::vector<std::shared_ptr<void>>*) {
       if (me == root && send != recv) std::memcpy(recv, send, static_cast<size_t>(bytes));
       r->emplace_back();
-      return MPI_Ibcast(recv, static_cast<int>(count), mpi_type(dtype), root, c, &r->back());
+      return MPI_Ibcast(recv, static_cast<int>(count), mpi_datatype(dtype), root, c, &r->back());
     });
   }
 

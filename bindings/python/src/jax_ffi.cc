@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kolo/c_api.h"
@@ -226,7 +227,7 @@ ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t
 }
 
 // The handlers XLA calls: on the CPU, and on a GPU with XLA's stream and device.
-Place gpu(void* stream, int32_t ordinal) { return Place{KOLO_CUDA, ordinal, stream}; }
+Place on_gpu(void* stream, int32_t ordinal) { return Place{KOLO_CUDA, ordinal, stream}; }
 
 ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, double postscale,
                           ffi::RemainingArgs args, ffi::RemainingRets rets) {
@@ -234,74 +235,57 @@ ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, d
 }
 ffi::Error allreduce_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t op, double prescale,
                                double postscale, ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return allreduce_at(gpu(stream, ordinal), names, op, prescale, postscale, args, rets);
+  return allreduce_at(on_gpu(stream, ordinal), names, op, prescale, postscale, args, rets);
 }
 ffi::Error broadcast_impl(std::string_view names, int32_t root_rank, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return broadcast_at(Place{}, names, root_rank, args, rets);
 }
 ffi::Error broadcast_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t root_rank,
                                ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return broadcast_at(gpu(stream, ordinal), names, root_rank, args, rets);
+  return broadcast_at(on_gpu(stream, ordinal), names, root_rank, args, rets);
 }
 ffi::Error allgather_impl(std::string_view names, int32_t check_rows, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return allgather_at(Place{}, names, check_rows, args, rets);
 }
 ffi::Error allgather_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t check_rows,
                                ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return allgather_at(gpu(stream, ordinal), names, check_rows, args, rets);
+  return allgather_at(on_gpu(stream, ordinal), names, check_rows, args, rets);
 }
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce, allreduce_impl,
-                              ffi::Ffi::Bind()
-                                  .Attr<std::string_view>("names")
-                                  .Attr<int32_t>("op")
-                                  .Attr<double>("prescale")
-                                  .Attr<double>("postscale")
-                                  .RemainingArgs()
-                                  .RemainingRets());
+// Each handler's attributes, behind the context XLA passes: nothing on the CPU; on a GPU its stream
+// and the device's ordinal.
+namespace {
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast, broadcast_impl,
-                              ffi::Ffi::Bind()
-                                  .Attr<std::string_view>("names")
-                                  .Attr<int32_t>("root_rank")
-                                  .RemainingArgs()
-                                  .RemainingRets());
+ffi::Binding<ffi::ExecutionStage::kExecute> on_cpu() { return ffi::Ffi::Bind(); }
+auto on_cuda() { return ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>().Ctx<ffi::DeviceOrdinal>(); }
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather, allgather_impl,
-                              ffi::Ffi::Bind()
-                                  .Attr<std::string_view>("names")
-                                  .Attr<int32_t>("check_rows")
-                                  .RemainingArgs()
-                                  .RemainingRets());
+template <typename B>
+auto allreduce_attrs(B b) {
+  return std::move(b).template Attr<std::string_view>("names")
+      .template Attr<int32_t>("op")
+      .template Attr<double>("prescale")
+      .template Attr<double>("postscale")
+      .RemainingArgs()
+      .RemainingRets();
+}
 
-// The same for the CUDA platform: XLA's stream and device first.
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce_cuda, allreduce_cuda_impl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<void*>>()
-                                  .Ctx<ffi::DeviceOrdinal>()
-                                  .Attr<std::string_view>("names")
-                                  .Attr<int32_t>("op")
-                                  .Attr<double>("prescale")
-                                  .Attr<double>("postscale")
-                                  .RemainingArgs()
-                                  .RemainingRets());
+template <typename B>
+auto broadcast_attrs(B b) {
+  return std::move(b).template Attr<std::string_view>("names").template Attr<int32_t>("root_rank").RemainingArgs().RemainingRets();
+}
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast_cuda, broadcast_cuda_impl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<void*>>()
-                                  .Ctx<ffi::DeviceOrdinal>()
-                                  .Attr<std::string_view>("names")
-                                  .Attr<int32_t>("root_rank")
-                                  .RemainingArgs()
-                                  .RemainingRets());
+template <typename B>
+auto allgather_attrs(B b) {
+  return std::move(b).template Attr<std::string_view>("names").template Attr<int32_t>("check_rows").RemainingArgs().RemainingRets();
+}
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather_cuda, allgather_cuda_impl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<void*>>()
-                                  .Ctx<ffi::DeviceOrdinal>()
-                                  .Attr<std::string_view>("names")
-                                  .Attr<int32_t>("check_rows")
-                                  .RemainingArgs()
-                                  .RemainingRets());
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce, allreduce_impl, allreduce_attrs(on_cpu()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast, broadcast_impl, broadcast_attrs(on_cpu()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather, allgather_impl, allgather_attrs(on_cpu()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce_cuda, allreduce_cuda_impl, allreduce_attrs(on_cuda()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast_cuda, broadcast_cuda_impl, broadcast_attrs(on_cuda()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather_cuda, allgather_cuda_impl, allgather_attrs(on_cuda()));

@@ -6,8 +6,8 @@
 // allreduce of each block across hosts among the ranks of one local rank, allgather inside the host.
 #include <algorithm>
 
+#include "comm/device/device_collective.h"
 #include "comm/device/device_collectives.h"
-#include "comm/device/device_work.h"
 #include "cpu/kernels.h"
 
 namespace kolo {
@@ -19,23 +19,16 @@ constexpr int64_t kAlign = 16;
 
 int64_t align_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-class DeviceAllreduce : public Collective {
+class DeviceAllreduce : public DeviceCollective {
  public:
   DeviceAllreduce(DeviceContext& context, bool hierarchical)
-      : context_(context),
-        hierarchical_(hierarchical),
-        name_(context.library() + (hierarchical ? "_HIERARCHICAL_ALLREDUCE" : "_ALLREDUCE")) {}
+      : DeviceCollective(context, OpKind::kAllreduce, hierarchical ? "HIERARCHICAL_ALLREDUCE" : "ALLREDUCE"),
+        hierarchical_(hierarchical) {}
 
-  const char* name() const override { return name_.c_str(); }
-  bool accepts(OpKind kind, DeviceType device) const override {
-    return kind == OpKind::kAllreduce && device == DeviceType::kCUDA;
-  }
-
-  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) override {
-    return run_on_device(context_, call, log, pending, [&](DeviceWork& work) {
-      const bool packed = hierarchical_ || call.pieces.size() > 1 || call.wire_dtype != call.dtype;
-      return packed ? fused(call, work) : alone(call, work);
-    });
+ protected:
+  Status enqueue(CollectiveCall& call, DeviceWork& work) override {
+    const bool packed = hierarchical_ || call.pieces.size() > 1 || call.wire_dtype != call.dtype;
+    return packed ? fused(call, work) : alone(call, work);
   }
 
  private:
@@ -72,11 +65,9 @@ class DeviceAllreduce : public Collective {
     }
     if (s.ok()) s = work.mark(Phase::kPack);
     if (!s.ok() || count == 0) return s;
-    DeviceComm* comm = nullptr;
-    s = context_.comm(DeviceContext::Group::kWorld, &comm);
-    if (!s.ok()) return s;
-    work.uses(comm);
-    s = comm->allreduce(send, p.out, count, call.dtype, sc.op, context_.stream());
+    DeviceComm* world = nullptr;
+    s = comm(DeviceContext::Group::kWorld, work, &world);
+    if (s.ok()) s = world->allreduce(send, p.out, count, call.dtype, sc.op, context_.stream());
     if (s.ok()) s = work.mark(Phase::kCollective);
     if (s.ok() && !identity(sc.post)) s = b.batched_copy({CopyPiece{p.out, p.out, count}}, sc.post, context_.stream());
     if (s.ok()) s = work.mark(Phase::kUnpack);
@@ -123,11 +114,10 @@ class DeviceAllreduce : public Collective {
   }
 
   Status reduce_flat(char* buffer, int64_t count, DataType dtype, ReduceOp op, DeviceWork& work) {
+    if (count == 0) return Status::OK();
     DeviceComm* world = nullptr;
-    Status s = context_.comm(DeviceContext::Group::kWorld, &world);
-    if (!s.ok() || count == 0) return s;
-    work.uses(world);
-    return world->allreduce(buffer, buffer, count, dtype, op, context_.stream());
+    Status s = comm(DeviceContext::Group::kWorld, work, &world);
+    return s.ok() ? world->allreduce(buffer, buffer, count, dtype, op, context_.stream()) : s;
   }
 
   // `count` divides by the local size. Each byte crosses between hosts once per host.
@@ -139,25 +129,17 @@ class DeviceAllreduce : public Collective {
     char* mine = buffer + t.local_rank * block * elem;
     DeviceComm *local = nullptr, *cross = nullptr;
     Status s;
-    if (t.local_size > 1) s = context_.comm(DeviceContext::Group::kLocal, &local);
-    if (s.ok() && t.cross_size > 1) s = context_.comm(DeviceContext::Group::kCross, &cross);
+    if (t.local_size > 1) s = comm(DeviceContext::Group::kLocal, work, &local);
+    if (s.ok() && t.cross_size > 1) s = comm(DeviceContext::Group::kCross, work, &cross);
     if (!s.ok()) return s;
     const DeviceStream stream = context_.stream();
-    if (local != nullptr) {
-      work.uses(local);
-      s = local->reducescatter(buffer, mine, block, dtype, op, stream);
-    }
-    if (s.ok() && cross != nullptr) {
-      work.uses(cross);
-      s = cross->allreduce(mine, mine, block, dtype, op, stream);
-    }
+    if (local != nullptr) s = local->reducescatter(buffer, mine, block, dtype, op, stream);
+    if (s.ok() && cross != nullptr) s = cross->allreduce(mine, mine, block, dtype, op, stream);
     if (s.ok() && local != nullptr) s = local->allgather(mine, buffer, block, dtype, stream);
     return s;
   }
 
-  DeviceContext& context_;
   const bool hierarchical_;
-  const std::string name_;
 };
 
 }  // namespace

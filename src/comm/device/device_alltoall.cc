@@ -1,27 +1,19 @@
 // Alltoall of GPU tensors with per-rank split sizes: the split sizes are exchanged on the host over
 // MPI (the output's shape depends on them), then the rows move as point-to-point sends and
 // receives, launched together.
+#include "comm/device/device_collective.h"
 #include "comm/device/device_collectives.h"
-#include "comm/device/device_work.h"
 #include "comm/mpi/mpi_status.h"
 
 namespace kolo {
 namespace {
 
-class DeviceAlltoall : public Collective {
+class DeviceAlltoall : public DeviceCollective {
  public:
-  explicit DeviceAlltoall(DeviceContext& context) : context_(context), name_(context.library() + "_ALLTOALL") {}
-  const char* name() const override { return name_.c_str(); }
-  bool accepts(OpKind kind, DeviceType device) const override {
-    return kind == OpKind::kAlltoall && device == DeviceType::kCUDA;
-  }
+  explicit DeviceAlltoall(DeviceContext& context) : DeviceCollective(context, OpKind::kAlltoall, "ALLTOALL") {}
 
-  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) override {
-    return run_on_device(context_, call, log, pending, [&](DeviceWork& work) { return exchange(call, work); });
-  }
-
- private:
-  Status exchange(CollectiveCall& call, DeviceWork& work) {
+ protected:
+  Status enqueue(CollectiveCall& call, DeviceWork& work) override {
     Piece& p = call.pieces[0];
     const int size = context_.mpi().topology().size;
     std::vector<int64_t> received(static_cast<size_t>(size));
@@ -36,10 +28,10 @@ class DeviceAlltoall : public Collective {
     call.received_splits = received;
     int64_t row_bytes = static_cast<int64_t>(dtype_size(call.dtype));
     for (size_t i = 1; i < shape.size(); ++i) row_bytes *= shape[i];
+    if (row_bytes == 0) return Status::OK();
     DeviceComm* world = nullptr;
-    s = context_.comm(DeviceContext::Group::kWorld, &world);
-    if (!s.ok() || row_bytes == 0) return s;
-    work.uses(world);
+    s = comm(DeviceContext::Group::kWorld, work, &world);
+    if (!s.ok()) return s;
     const DeviceStream stream = context_.stream();
     const char* in = static_cast<const char*>(p.in);
     char* out = static_cast<char*>(p.out);
@@ -58,9 +50,6 @@ class DeviceAlltoall : public Collective {
     if (s.ok()) s = work.mark(Phase::kCollective);
     return s;
   }
-
-  DeviceContext& context_;
-  const std::string name_;
 };
 
 }  // namespace

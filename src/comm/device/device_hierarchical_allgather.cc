@@ -1,31 +1,26 @@
 // Allgather of GPU tensors in three steps, so that each host's rows cross between hosts once:
 // gather inside the host, exchange host blocks among each host's first rank, broadcast inside the
 // host (the CPU path's algorithm, comm/mpi/mpi_hierarchical_allgather.cc, on the device).
+#include "comm/device/device_collective.h"
 #include "comm/device/device_collectives.h"
-#include "comm/device/device_work.h"
 #include "comm/device/gather_rows.h"
 
 namespace kolo {
 
 namespace {
 
-class DeviceHierarchicalAllgather : public Collective {
+class DeviceHierarchicalAllgather : public DeviceCollective {
  public:
   explicit DeviceHierarchicalAllgather(DeviceContext& context)
-      : context_(context), name_(context.library() + "_HIERARCHICAL_ALLGATHER") {
+      : DeviceCollective(context, OpKind::kAllgather, "HIERARCHICAL_ALLGATHER") {
     int next = 0;
     for (const auto& members : context.mpi().host_members()) {
       for (int r : members) in_world_order_ = in_world_order_ && r == next++;
     }
   }
-  const char* name() const override { return name_.c_str(); }
-  bool accepts(OpKind kind, DeviceType device) const override {
-    return kind == OpKind::kAllgather && device == DeviceType::kCUDA;
-  }
 
-  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) override {
-    return run_on_device(context_, call, log, pending, [&](DeviceWork& work) { return gather(call, work); });
-  }
+ protected:
+  Status enqueue(CollectiveCall& call, DeviceWork& work) override { return gather(call, work); }
 
  private:
   Status gather(CollectiveCall& call, DeviceWork& work) {
@@ -57,15 +52,11 @@ class DeviceHierarchicalAllgather : public Collective {
       gathered = static_cast<char*>(scratch.get());
     }
     DeviceComm *local = nullptr, *cross = nullptr;
-    s = context_.comm(DeviceContext::Group::kLocal, &local);
-    if (s.ok() && t.local_rank == 0 && t.cross_size > 1) s = context_.comm(DeviceContext::Group::kCross, &cross);
+    s = comm(DeviceContext::Group::kLocal, work, &local);
+    if (s.ok() && t.local_rank == 0 && t.cross_size > 1) s = comm(DeviceContext::Group::kCross, work, &cross);
     if (!s.ok()) return s;
-    work.uses(local);
     s = gather_rows(*local, p.in, gathered + before_my_host, local_bytes, stream);
-    if (s.ok() && cross != nullptr) {
-      work.uses(cross);
-      s = gather_rows(*cross, gathered + before_my_host, gathered, host_bytes, stream);
-    }
+    if (s.ok() && cross != nullptr) s = gather_rows(*cross, gathered + before_my_host, gathered, host_bytes, stream);
     if (s.ok() && t.cross_size > 1) s = local->broadcast(gathered, gathered, call.size_bytes(), DataType::kUInt8, 0, stream);
     if (s.ok() && !in_world_order_) s = to_world_order(call, gathered, row_bytes);
     if (s.ok()) s = work.mark(Phase::kCollective);
@@ -91,8 +82,6 @@ class DeviceHierarchicalAllgather : public Collective {
                                            context_.stream());
   }
 
-  DeviceContext& context_;
-  const std::string name_;
   bool in_world_order_ = true;
 };
 

@@ -1,28 +1,20 @@
 // Reducescatter of GPU tensors: rank r keeps its block of rows (reducescatter_rows: lower ranks
 // take one more when the rows do not divide). The device library wants blocks of one size, so
 // uneven blocks (or a prescale) go through the fusion buffer, each padded to the largest.
+#include "comm/device/device_collective.h"
 #include "comm/device/device_collectives.h"
-#include "comm/device/device_work.h"
 #include "cpu/kernels.h"
 
 namespace kolo {
 namespace {
 
-class DeviceReducescatter : public Collective {
+class DeviceReducescatter : public DeviceCollective {
  public:
   explicit DeviceReducescatter(DeviceContext& context)
-      : context_(context), name_(context.library() + "_REDUCE_SCATTER") {}
-  const char* name() const override { return name_.c_str(); }
-  bool accepts(OpKind kind, DeviceType device) const override {
-    return kind == OpKind::kReducescatter && device == DeviceType::kCUDA;
-  }
+      : DeviceCollective(context, OpKind::kReducescatter, "REDUCE_SCATTER") {}
 
-  Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) override {
-    return run_on_device(context_, call, log, pending, [&](DeviceWork& work) { return reduce(call, work); });
-  }
-
- private:
-  Status reduce(const CollectiveCall& call, DeviceWork& work) {
+ protected:
+  Status enqueue(CollectiveCall& call, DeviceWork& work) override {
     const Piece& p = call.pieces[0];
     const DataType d = call.dtype;
     const int64_t elem = static_cast<int64_t>(dtype_size(d));
@@ -45,10 +37,10 @@ class DeviceReducescatter : public Collective {
     const ReduceOp op = call.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : call.reduce_op;
     DeviceBackend& b = context_.backend();
     const DeviceStream stream = context_.stream();
+    if (widest == 0) return Status::OK();
     DeviceComm* world = nullptr;
-    Status s = context_.comm(DeviceContext::Group::kWorld, &world);
-    if (!s.ok() || widest == 0) return s;
-    work.uses(world);
+    Status s = comm(DeviceContext::Group::kWorld, work, &world);
+    if (!s.ok()) return s;
     if (even && pre.scale == 1.0) {
       s = world->reducescatter(p.in, p.out, widest, d, op, stream);
       if (s.ok()) s = work.mark(Phase::kCollective);
@@ -77,9 +69,6 @@ class DeviceReducescatter : public Collective {
     if (s.ok()) s = work.mark(Phase::kUnpack);
     return s;
   }
-
-  DeviceContext& context_;
-  const std::string name_;
 };
 
 }  // namespace

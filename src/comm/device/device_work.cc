@@ -81,21 +81,3 @@ void DeviceWork::abort(const std::string& why) {
 
 }  // namespace kolo
 
-namespace kolo {
-
-Status run_on_device(DeviceContext& context, CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending,
-                     const std::function<Status(DeviceWork&)>& enqueue) {
-  Status s = context.ensure(call.device, call.name());
-  if (s.ok()) s = prepare_joined_pieces(call, context.own_memory(), context.fill_identity());
-  if (s.ok()) s = context.wait_ready(call);
-  if (!s.ok()) return s;
-  auto work = std::make_unique<DeviceWork>(context, log.enabled());
-  s = work->begin();
-  if (s.ok()) s = enqueue(*work);
-  if (s.ok()) s = work->launch();
-  if (!s.ok()) return s;
-  *pending = std::move(work);
-  return Status::OK();
-}
-
-}  // namespace kolo

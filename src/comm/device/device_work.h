@@ -3,7 +3,6 @@
 // (buffers, events) and the communicators whose asynchronous errors end it early.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,12 +46,3 @@ class DeviceWork : public Completion {
 
 }  // namespace kolo
 
-namespace kolo {
-
-// The frame of every device collective: binds kolo's thread to the call's GPU, gives joined pieces
-// memory, makes the communication stream wait for the inputs' ready events, runs `enqueue` (which
-// queues the collective's work and marks its phases), and hands the work back as pending.
-Status run_on_device(DeviceContext& context, CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending,
-                     const std::function<Status(DeviceWork&)>& enqueue);
-
-}  // namespace kolo

@@ -4,25 +4,10 @@
 #include <vector>
 
 #include "comm/mpi/mpi_status.h"
-#include "cpu/kernels.h"
+#include "comm/mpi/mpi_types.h"
 
 namespace kolo {
 namespace {
-
-// MPI user ops get no context pointer, so each (dtype, op) pair is its own function.
-template <DataType D, ReduceOp O>
-void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  reduce_16bit(D, O, static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), *len);
-}
-
-template <DataType D>
-Status create_half_ops(MPI_Op* ops) {
-  MPI_User_function* fns[5] = {half_op<D, ReduceOp::kSum>, half_op<D, ReduceOp::kAverage>,
-                               half_op<D, ReduceOp::kMin>, half_op<D, ReduceOp::kMax>,
-                               half_op<D, ReduceOp::kProduct>};
-  for (int i = 0; i < 5; ++i) KOLO_MPI_RETURN_IF_ERROR(MPI_Op_create(fns[i], 1, &ops[i]), "MPI_Op_create");
-  return Status::OK();
-}
 
 void free_comm(MPI_Comm* c) {
   if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
@@ -73,8 +58,8 @@ Status MpiContext::init() {
     host_members_[h].push_back(r);
   }
 
-  Status s = create_half_ops<DataType::kFloat16>(half_ops_[0]);
-  if (s.ok()) s = create_half_ops<DataType::kBFloat16>(half_ops_[1]);
+  Status s = create_16bit_ops(DataType::kFloat16, half_ops_[0]);
+  if (s.ok()) s = create_16bit_ops(DataType::kBFloat16, half_ops_[1]);
   ops_created_ = s.ok();
   return s;
 }
@@ -94,32 +79,13 @@ MpiContext::~MpiContext() {
   free_comm(&control_);
 }
 
-MPI_Datatype MpiContext::datatype(DataType dtype) const {
-  switch (dtype) {
-    case DataType::kUInt8: return MPI_UINT8_T;
-    case DataType::kInt8: return MPI_INT8_T;
-    case DataType::kInt32: return MPI_INT32_T;
-    case DataType::kInt64: return MPI_INT64_T;
-    case DataType::kFloat16:
-    case DataType::kBFloat16: return MPI_UINT16_T;  // reduced by kolo's user ops
-    case DataType::kFloat32: return MPI_FLOAT;
-    case DataType::kFloat64: return MPI_DOUBLE;
-  }
-  return MPI_DATATYPE_NULL;
-}
+MPI_Datatype MpiContext::datatype(DataType dtype) const { return mpi_datatype(dtype); }
 
 MPI_Op MpiContext::op(DataType dtype, ReduceOp op) const {
   if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
     return half_ops_[dtype == DataType::kFloat16 ? 0 : 1][static_cast<int>(op)];
   }
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAverage: return MPI_SUM;  // the division comes after (cpu/kernels.h)
-    case ReduceOp::kMin: return MPI_MIN;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kProduct: return MPI_PROD;
-  }
-  return MPI_OP_NULL;
+  return mpi_builtin_op(op);
 }
 
 }  // namespace kolo

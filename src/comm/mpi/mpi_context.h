@@ -43,7 +43,7 @@ class MpiContext {
   Topology topology_;
   std::vector<std::vector<int>> host_members_;
   // [fp16 or bf16][reduce op]: user ops, created once per context.
-  MPI_Op half_ops_[2][5];
+  MPI_Op half_ops_[2][kNumReduceOps];
   bool ops_created_ = false;
 };
 

@@ -1,10 +1,12 @@
-// For tests under mpirun: rank 0 prints gtest's usual report, other ranks only their failures,
-// tagged with their rank.
+// main() of the test programs run under mpirun: kolo starts before the tests and stops after
+// them; rank 0 prints gtest's usual report, other ranks only their failures, tagged with their rank.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+
+#include "kolo/kolo.h"
 
 namespace kolo {
 namespace testing {
@@ -27,12 +29,21 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
   int rank_;
 };
 
-// Call after InitGoogleTest, once the rank is known.
-inline void print_failures_only_unless_rank_0(int rank) {
-  if (rank == 0) return;
-  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-  delete listeners.Release(listeners.default_result_printer());
-  listeners.Append(new FailurePrinter(rank));
+// After InitGoogleTest: starts kolo, runs every test, stops kolo; the program's exit status.
+inline int run_tests_under_kolo() {
+  Status s = init();
+  if (!s.ok()) {
+    std::fprintf(stderr, "kolo::init failed: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  if (rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter(rank()));
+  }
+  const int rc = RUN_ALL_TESTS();
+  shutdown();
+  return rc;
 }
 
 }  // namespace testing

@@ -1,0 +1,25 @@
+#include "comm/device/device_collective.h"
+
+namespace kolo {
+
+Status DeviceCollective::run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) {
+  Status s = context_.ensure(call.device, call.name());
+  if (s.ok()) s = prepare_joined_pieces(call, context_.own_memory(), context_.fill_identity());
+  if (s.ok()) s = context_.wait_ready(call);
+  if (!s.ok()) return s;
+  auto work = std::make_unique<DeviceWork>(context_, log.enabled());
+  s = work->begin();
+  if (s.ok()) s = enqueue(call, *work);
+  if (s.ok()) s = work->launch();
+  if (!s.ok()) return s;
+  *pending = std::move(work);
+  return Status::OK();
+}
+
+Status DeviceCollective::comm(DeviceContext::Group group, DeviceWork& work, DeviceComm** out) {
+  Status s = context_.comm(group, out);
+  if (s.ok()) work.uses(*out);
+  return s;
+}
+
+}  // namespace kolo
