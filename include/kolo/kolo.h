@@ -153,6 +153,7 @@ struct BuildInfo {
   std::string cuda_version;
   bool nccl = false;
   std::string nccl_version;
+  std::string gpus;           // with CUDA: the GPUs this process sees, or why none is usable
 };
 KOLO_EXPORT BuildInfo build_info();
 

@@ -218,6 +218,7 @@ const char* kolo_build_summary(void) {
     s += line(!b.mpi_version.empty(), "MPI    ", b.mpi_version + " (collectives on CPU tensors)");
     s += line(b.cuda, "CUDA   ", b.cuda ? b.cuda_version : "not built in");
     s += line(b.nccl, "NCCL   ", b.nccl ? b.nccl_version + " (collectives on GPU tensors)" : "not built in");
+    if (b.cuda) s += "  here: " + b.gpus + "\n";
     return s;
   }();
   return summary.c_str();

@@ -246,6 +246,7 @@ BuildInfo build_info() {
   info.cuda_version = cuda_build_version();
   info.nccl = true;
   info.nccl_version = nccl_build_version();
+  info.gpus = gpus_seen();
 #endif
   return info;
 }

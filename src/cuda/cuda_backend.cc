@@ -154,6 +154,16 @@ const char* cuda_build_version() {
   return v.c_str();
 }
 
+std::string gpus_seen() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return std::string("no GPU is usable (") + cudaGetErrorString(e) + ")";
+  if (count == 0) return "no GPU is usable (no CUDA device)";
+  cudaDeviceProp p;
+  const std::string name = cudaGetDeviceProperties(&p, 0) == cudaSuccess ? p.name : "?";
+  return std::to_string(count) + (count == 1 ? " GPU: " : " GPUs, the first: ") + name;
+}
+
 const char* nccl_build_version() { return KOLO_STR(NCCL_MAJOR) "." KOLO_STR(NCCL_MINOR) "." KOLO_STR(NCCL_PATCH); }
 
 }  // namespace kolo
