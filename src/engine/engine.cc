@@ -18,7 +18,7 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       timeline_(std::move(timeline)),
       handles_(handles),
       controller_(channel_.get(), config_),
-      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes) {}
+      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank) {}
 
 Engine::~Engine() { stop(); }
 

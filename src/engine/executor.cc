@@ -22,8 +22,9 @@ struct Executor::Group {
 };
 
 Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles,
-                   Timeline* timeline, int64_t fusion_threshold_bytes)
-    : registry_(registry),
+                   Timeline* timeline, int64_t fusion_threshold_bytes, int rank)
+    : rank_(rank),
+      registry_(registry),
       queue_(queue),
       handles_(handles),
       timeline_(timeline),
@@ -200,7 +201,12 @@ void Executor::end(Group& group, const Status& status) {
   for (size_t i = 0; i < call.pieces.size(); ++i) {
     TensorEntry* e = group.entries[i];
     if (e == nullptr) continue;  // a joined piece: nobody waits on it
-    finish(queue_->remove(call.pieces[i].name), status, handles_);
+    const std::string& name = call.pieces[i].name;
+    // What MPI, NCCL or CUDA said, with the tensor and the rank it happened on.
+    const Status mine = status.ok() ? status
+                                    : Status(status.code(), std::string(op_kind_name(call.kind)) + " of tensor '" + name +
+                                                                "' on rank " + std::to_string(rank_) + ": " + status.message());
+    finish(queue_->remove(name), mine, handles_);
   }
 }
 

@@ -21,7 +21,7 @@ namespace kolo {
 class Executor {
  public:
   Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles, Timeline* timeline,
-           int64_t fusion_threshold_bytes);
+           int64_t fusion_threshold_bytes, int rank);
   ~Executor();
 
   // `agreed_at`: when the cycle that produced `responses` finished negotiating. `joined`: this rank
@@ -42,6 +42,7 @@ class Executor {
   void launch(std::unique_ptr<Group> group);
   void end(Group& group, const Status& status);
 
+  const int rank_;
   const CollectiveRegistry* registry_;
   TensorQueue* queue_;
   HandleTable* handles_;

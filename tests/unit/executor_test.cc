@@ -98,7 +98,7 @@ class ExecutorTest : public ::testing::Test {
   RecordingCollective* collective = nullptr;
   TensorQueue queue;
   HandleTable handles;
-  Executor executor{&registry, &queue, &handles, nullptr, 1 << 20};
+  Executor executor{&registry, &queue, &handles, nullptr, 1 << 20, /*rank=*/2};
 };
 
 TEST_F(ExecutorTest, HandsTheCollectiveAFusedGroupAsBuffersWithTheAgreedValues) {
@@ -158,8 +158,8 @@ TEST_F(ExecutorTest, AFailureReportedByTheRunningWorkFailsEveryTensorOfTheGroup)
   executor.run({allreduce("a", 1), allreduce("b", 1)}, 0.0);
   work.outcome = Status::Internal("NCCL error: remote process exited");
   executor.poll();
-  EXPECT_EQ(handles.wait(ha, 0, nullptr).message(), "NCCL error: remote process exited");
-  EXPECT_EQ(handles.wait(hb, 0, nullptr).message(), "NCCL error: remote process exited");
+  EXPECT_EQ(handles.wait(ha, 0, nullptr).message(), "allreduce of tensor 'a' on rank 2: NCCL error: remote process exited");
+  EXPECT_EQ(handles.wait(hb, 0, nullptr).message(), "allreduce of tensor 'b' on rank 2: NCCL error: remote process exited");
 }
 
 TEST_F(ExecutorTest, DrainAbortsWorkThatDoesNotEndWithinItsBound) {
@@ -172,7 +172,7 @@ TEST_F(ExecutorTest, DrainAbortsWorkThatDoesNotEndWithinItsBound) {
   EXPECT_EQ(work.aborted_with, "kolo was shut down");
   Status s = handles.wait(h, 0, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kAborted);
-  EXPECT_EQ(s.message(), "stopped: kolo was shut down");
+  EXPECT_EQ(s.message(), "allreduce of tensor 'a' on rank 2: stopped: kolo was shut down");
   EXPECT_EQ(executor.running(), 0u);
 }
 
