@@ -61,11 +61,13 @@ class Args {
     return v;
   }
 
+  // Without MPI too: a one-process benchmark (gpu_pack) takes options but never starts MPI.
   [[noreturn]] void fail(const std::string& why) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int mpi = 0, rank = 0;
+    MPI_Initialized(&mpi);
+    if (mpi) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) std::fprintf(stderr, "%s: %s\n", program_.c_str(), why.c_str());
-    MPI_Finalize();
+    if (mpi) MPI_Finalize();
     std::exit(2);
   }
 

@@ -20,11 +20,15 @@
 
 namespace bench {
 
-// Ends the job when a kolo call fails: a benchmark has nothing to recover to.
+// Ends the job when a kolo call fails: a benchmark has nothing to recover to. (A one-process
+// benchmark without MPI just exits.)
 inline void check(const kolo::Status& s) {
   if (!s.ok()) {
     std::cerr << s.to_string() << "\n";
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    int mpi = 0;
+    MPI_Initialized(&mpi);
+    if (mpi) MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);
   }
 }
 

@@ -1,7 +1,6 @@
-"""What the Python gradient-set benchmarks share: ResNet-50's gradient shapes, the mpi4py peers on
+"""What the Python gradient-set benchmarks share: their options, the mpi4py peers on
 host buffers of the same bytes, and the timing of modes in interleaved rounds."""
 import argparse
-import os
 import statistics
 import time
 
@@ -9,7 +8,7 @@ from mpi4py import MPI  # imported before kolo: MPI starts with MPI_THREAD_MULTI
 
 import numpy as np
 
-SHAPES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "resnet50_grad_shapes.txt")
+from gradient_shapes import SHAPES
 
 
 def parse_args():
@@ -20,17 +19,6 @@ def parse_args():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default="")
     return parser.parse_args()
-
-
-def read_shapes(path=SHAPES):
-    """[(name, shape tuple)] from a file of "name 64x3x7x7" lines."""
-    shapes = []
-    with open(path) as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                name, dims = line.split()
-                shapes.append((name, tuple(int(d) for d in dims.split("x"))))
-    return shapes
 
 
 def mpi4py_modes(comm, shapes):

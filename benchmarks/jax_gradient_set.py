@@ -8,7 +8,8 @@ temporaries of the compiled program as in training; the same step without kolo i
 """
 import json
 
-from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args, read_shapes  # before kolo: see there
+from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args  # before kolo: see there
+from gradient_shapes import read_shapes
 
 import jax
 import jax.numpy as jnp

@@ -7,7 +7,8 @@ of all bytes, and one call per tensor), and the step without any communication.
 """
 import json
 
-from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args, read_shapes  # before kolo: see there
+from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args  # before kolo: see there
+from gradient_shapes import read_shapes
 
 import torch
 

@@ -81,13 +81,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock) batched_copy_kernel(const __
   batch::chunk_of(p.count[k], block - p.first_block[k], &begin, &end);
   const From* src = static_cast<const From*>(p.src[k]);
   To* dst = static_cast<To*>(p.dst[k]);
-  if constexpr (std::is_same<From, To>::value) {
-    // Same type, nothing to scale: the bits as they are (NaN payloads included), as memcpy would.
-    if (src != nullptr && p.scale.factor == 1.0 && p.scale.divisor == 1) {
-      copy_bytes(reinterpret_cast<const char*>(src + begin), reinterpret_cast<char*>(dst + begin),
-                 (end - begin) * static_cast<int64_t>(sizeof(From)));
-      return;
-    }
+  if (batch::bitwise_copy<From, To>(src, p.scale)) {
+    copy_bytes(reinterpret_cast<const char*>(src + begin), reinterpret_cast<char*>(dst + begin),
+               (end - begin) * static_cast<int64_t>(sizeof(From)));
+    return;
   }
   convert_elements<From, To>(src, dst, begin, end, p.scale, p.identity_op);
 }

@@ -42,6 +42,8 @@ class Engine {
 
  private:
   void loop();
+  // Until the next cycle is due (or an op arrives), polling device work's completions meanwhile.
+  void wait_between_cycles(double seconds);
   void fail_all(const std::string& why, StatusCode code);
 
   // How long a stopping engine waits for work still running on a device before aborting it.

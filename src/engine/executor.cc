@@ -13,6 +13,9 @@ namespace kolo {
 struct Executor::Group {
   CollectiveCall call;
   std::vector<TensorEntry*> entries;            // per piece; null for a joined piece
+  // Work left running owns its entries: their names leave the queue at launch, so that the next
+  // step may submit them again while this one's device work ends.
+  std::vector<std::unique_ptr<TensorEntry>> owned;
   std::vector<std::shared_ptr<void>> scratch;   // joined pieces' memory, kept until the work ends
   Collective* collective = nullptr;
   double agreed_at = 0.0;
@@ -177,6 +180,9 @@ void Executor::launch(std::unique_ptr<Group> owned) {
         if (e != nullptr && e->deferred_error.ok()) handles_->launched(e->handle, done, e->result);
       }
     }
+    for (size_t i = 0; i < call.pieces.size(); ++i) {
+      group.owned.push_back(group.entries[i] != nullptr ? queue_->remove(call.pieces[i].name) : nullptr);
+    }
     running_.push_back(std::move(owned));
     return;
   }
@@ -206,7 +212,7 @@ void Executor::end(Group& group, const Status& status) {
     const Status mine = status.ok() ? status
                                     : Status(status.code(), std::string(op_kind_name(call.kind)) + " of tensor '" + name +
                                                                 "' on rank " + std::to_string(rank_) + ": " + status.message());
-    finish(queue_->remove(name), mine, handles_);
+    finish(group.owned.empty() ? queue_->remove(name) : std::move(group.owned[i]), mine, handles_);
   }
 }
 

@@ -2,8 +2,9 @@
 // buffers, and ends every entry it touches: output written, callback called, handle completed.
 //
 // A collective may leave work running (a GPU stream): its group then waits in a completion queue,
-// polled every cycle, while the engine negotiates the next ops. Its entries stay in flight (their
-// names cannot be submitted again) until the work has ended.
+// polled between and after cycles, while the engine negotiates the next ops. Its entries leave the
+// queue at launch (their names may be submitted again: the next op's work queues behind this one's
+// on the device) and complete when the work has ended.
 #pragma once
 
 #include <memory>

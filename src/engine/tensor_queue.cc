@@ -34,10 +34,12 @@ std::vector<Request> TensorQueue::take_new() {
   return out;
 }
 
-void TensorQueue::wait_for_work(double seconds) {
+bool TensorQueue::wait_for_work(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return !fresh_.empty() || woken_; });
+  const bool work =
+      cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return !fresh_.empty() || woken_; });
   woken_ = false;
+  return work;
 }
 
 void TensorQueue::wake() {

@@ -20,8 +20,8 @@ class TensorQueue {
   Status push(std::unique_ptr<TensorEntry> entry);
   // Requests pushed since the last call, in push order.
   std::vector<Request> take_new();
-  // Waits until something is pushed, wake() is called, or `seconds` pass.
-  void wait_for_work(double seconds);
+  // Waits until something is pushed, wake() is called, or `seconds` pass; true in the first two cases.
+  bool wait_for_work(double seconds);
   void wake();
 
   // Ops pushed and not yet removed.
