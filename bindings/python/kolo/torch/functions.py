@@ -105,5 +105,19 @@ def broadcast_optimizer_state(optimizer, root_rank):
     handles = [mpi_ops.broadcast_async_(t, root_rank, name="broadcast_optimizer_state.%d" % i) for i, t in received]
     for h in handles:
         mpi_ops.synchronize(h)
+    failure = None
     if mpi_ops.rank() != root_rank:
-        optimizer.load_state_dict(new_state)
+        try:
+            optimizer.load_state_dict(new_state)
+        except Exception as e:  # noqa: BLE001 - reported on every rank below
+            failure = "%s: %s" % (type(e).__name__, e)
+    _fail_everywhere(failure, "broadcast_optimizer_state")
+
+
+def _fail_everywhere(failure, what):
+    """Every rank learns whether `what` failed on any rank, and then all raise: a rank left behind
+    would otherwise wait forever in the next collective for the rank that raised."""
+    failures = allgather_object(failure, name=what + ".outcome")
+    bad = [(r, f) for r, f in enumerate(failures) if f is not None]
+    if bad:
+        raise mpi_ops.KoloError("%s failed on %s" % (what, "; ".join("rank %d: %s" % (r, f) for r, f in bad)))

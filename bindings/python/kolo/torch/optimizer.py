@@ -153,6 +153,14 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     backward passes and are reduced once. The returned object is an instance of the optimizer's own
     class, so schedulers and checkpoints work as before.
     """
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor)
+    # The mixin's own methods only: its '__dict__' and '__weakref__' slots are descriptors that apply
+    # to _DistributedOptimizer instances alone, and copied over they break every use of the new
+    # instance's __dict__ (load_state_dict, LR schedulers, broadcast_optimizer_state).
+    methods = {k: v for k, v in _DistributedOptimizer.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
+    distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+                      gradient_predivide_factor)
+    # The state the optimizer has already (momentum restored from a checkpoint before wrapping, as
+    # in Horovod's MNIST example) stays with it: the parameter groups are shared, and so is the state.
+    distributed.state = optimizer.state
+    return distributed
