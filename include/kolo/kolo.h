@@ -110,7 +110,8 @@ KOLO_EXPORT Handle reducescatter_async(const std::string& name, const TensorView
 KOLO_EXPORT Handle barrier_async(const DoneCallback& on_done = {});
 // "This rank has no more data": until every rank has joined, the others' allreduces, allgathers,
 // broadcasts and barriers go on with this rank taking part with the op's identity (zeros for a sum,
-// no rows for an allgather), and an Average divides by the ranks that contributed. This rank may
+// no rows for an allgather), and an Average divides by every rank (as Horovod and PyTorch's Join;
+// KOLO_JOIN_AVERAGE=contributors: by the ranks that contributed). This rank may
 // submit nothing else meanwhile. Output::last_joined_rank tells the last rank to join.
 KOLO_EXPORT Handle join_async(const DoneCallback& on_done = {});
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <vector>
 
 extern char** environ;
 
@@ -40,6 +41,9 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_HIERARCHICAL_ALLGATHER", "0",
        "1: allgather inside each host, then across hosts among each host's first rank, then a broadcast "
        "inside each host."},
+      {"KOLO_JOIN_AVERAGE", "size",
+       "While some ranks are in join() (contributing zeros): size, an Average divides by the number of "
+       "ranks, as Horovod and PyTorch's Join do; contributors, by the ranks that contributed."},
   };
   return settings;
 }
@@ -95,6 +99,21 @@ class Parser {
     }
   }
 
+  // One of `choices`; *out = its index.
+  void choice(const char* name, const std::vector<std::string>& choices, int* out) {
+    const char* v = lookup_(name);
+    if (v == nullptr || !status_.ok()) return;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (choices[i] == v) {
+        *out = static_cast<int>(i);
+        return;
+      }
+    }
+    std::string expected = "one of";
+    for (const std::string& c : choices) expected += " " + c;
+    fail(name, v, expected);
+  }
+
   void log_level(const char* name, LogLevel* out) {
     const char* v = lookup_(name);
     if (v == nullptr || !status_.ok()) return;
@@ -136,6 +155,9 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.non_negative_int("KOLO_ZERO_COPY_BYTES", &c.zero_copy_bytes);
   p.boolean("KOLO_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce);
   p.boolean("KOLO_HIERARCHICAL_ALLGATHER", &c.hierarchical_allgather);
+  int join_average = c.join_average_over_contributors ? 1 : 0;
+  p.choice("KOLO_JOIN_AVERAGE", {"size", "contributors"}, &join_average);
+  c.join_average_over_contributors = join_average == 1;
   // Bounds that keep the engine sane: a cycle of at most a minute, a cache whose bit vector stays
   // small, and segments whose element counts fit MPI's int counts.
   p.check(c.cycle_time_ms <= 60000.0, "KOLO_CYCLE_TIME_MS", "at most 60000 (one minute)");

@@ -26,6 +26,9 @@ struct Config {
   int64_t zero_copy_bytes = kAuto;
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
+  // While some ranks are in join(): an Average divides by every rank (Horovod's and DDP's Join), or
+  // by the ranks that contributed.
+  bool join_average_over_contributors = false;
 };
 
 struct SettingInfo {

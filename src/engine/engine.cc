@@ -18,7 +18,8 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       timeline_(std::move(timeline)),
       handles_(handles),
       controller_(channel_.get(), config_),
-      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank) {}
+      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
+                config_.join_average_over_contributors) {}
 
 Engine::~Engine() { stop(); }
 

@@ -25,8 +25,10 @@ struct Executor::Group {
 };
 
 Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles,
-                   Timeline* timeline, int64_t fusion_threshold_bytes, int rank)
+                   Timeline* timeline, int64_t fusion_threshold_bytes, int rank,
+                   bool join_average_over_contributors)
     : rank_(rank),
+      join_average_over_contributors_(join_average_over_contributors),
       registry_(registry),
       queue_(queue),
       handles_(handles),
@@ -125,7 +127,9 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
     call.prescale = first.prescale;
     call.postscale = first.postscale;
     call.wire_dtype = wire_dtype(first.dtype, first.compression);
-    call.contributors = first.contributors;
+    // Joined ranks contribute the identity; an Average divides by every rank unless configured to
+    // divide by those that contributed.
+    call.contributors = join_average_over_contributors_ ? first.contributors : 0;
     call.root = first.root;
     call.shape = first.shape;
     call.first_dims = first.first_dims;

@@ -22,7 +22,7 @@ namespace kolo {
 class Executor {
  public:
   Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles, Timeline* timeline,
-           int64_t fusion_threshold_bytes, int rank);
+           int64_t fusion_threshold_bytes, int rank, bool join_average_over_contributors = false);
   ~Executor();
 
   // `agreed_at`: when the cycle that produced `responses` finished negotiating. `joined`: this rank
@@ -44,6 +44,7 @@ class Executor {
   void end(Group& group, const Status& status);
 
   const int rank_;
+  const bool join_average_over_contributors_;
   const CollectiveRegistry* registry_;
   TensorQueue* queue_;
   HandleTable* handles_;

@@ -291,8 +291,8 @@ TEST(GpuReducescatter, OddRowsEveryOpWithScaling) {
 
 TEST(GpuJoin, AJoinedRankTakesPartFromItsGpuWithTheIdentity) {
   if (size() < 2) GTEST_SKIP() << "join needs a second rank";
-  // The last rank has no more data; the others allreduce (an Average over the ranks that
-  // contributed), allgather and broadcast GPU tensors, the joined rank taking part from its GPU.
+  // The last rank has no more data; the others allreduce (an Average over every rank, the joined
+  // one contributing zeros), allgather and broadcast GPU tensors, the joined rank taking part from its GPU.
   const int last = size() - 1;
   int last_joined = -1;
   if (rank() == last) {
@@ -313,7 +313,7 @@ TEST(GpuJoin, AJoinedRankTakesPartFromItsGpuWithTheIdentity) {
           const double v = op == ReduceOp::kProduct ? factor_value(i, r) : value(i, r);
           acc = op == ReduceOp::kProduct ? acc * v : op == ReduceOp::kMin ? std::min(acc, v) : op == ReduceOp::kMax ? std::max(acc, v) : acc + v;
         }
-        if (op == ReduceOp::kAverage) acc *= 1.0 / n;
+        if (op == ReduceOp::kAverage) acc *= 1.0 / size();
         ASSERT_EQ(got.get(i), acc) << name << " element " << i;
       }
     }

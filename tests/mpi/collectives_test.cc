@@ -438,8 +438,9 @@ TEST(Join, OtherRanksGoOnWithoutTheJoinedRank) {
         const int n = size() - 1;  // contributing ranks
         for (size_t i = 0; i < 5; ++i) {
           const double sum = n * static_cast<double>(i) + n * (n - 1) / 2.0;
+          // An Average divides by every rank (the joined one contributed zeros), as in Horovod.
           const double expected = op == ReduceOp::kSum       ? sum
-                                  : op == ReduceOp::kAverage ? sum * (1.0 / n)
+                                  : op == ReduceOp::kAverage ? sum * (1.0 / size())
                                   : op == ReduceOp::kMin     ? static_cast<double>(i)
                                   : op == ReduceOp::kMax     ? (n - 1) + static_cast<double>(i)
                                                              : std::pow(2.0, n);
@@ -473,6 +474,21 @@ TEST(Join, OtherRanksGoOnWithoutTheJoinedRank) {
   for (size_t i = 0; i < 2; ++i) after.set(i, 1);
   ASSERT_TRUE(allreduce("after.join", after.view(), after.view(), sum).ok());
   EXPECT_EQ(after.get(0), size());
+}
+
+TEST(Join, AverageOverTheContributorsWhenAskedTo) {
+  if (size() < 2) GTEST_SKIP() << "join needs a second rank";
+  testing::ScopedSettings settings(Settings{{"KOLO_JOIN_AVERAGE", "contributors"}});
+  if (rank() == 0) {
+    ASSERT_TRUE(join().ok());
+    return;
+  }
+  Buffer b(DataType::kFloat64, {3});
+  for (size_t i = 0; i < 3; ++i) b.set(i, rank());
+  ASSERT_TRUE(allreduce("joined.contributors", b.view(), b.view()).ok());
+  const int n = size() - 1;
+  EXPECT_EQ(b.get(0), (n * (n + 1) / 2.0) * (1.0 / n));
+  ASSERT_TRUE(join().ok());
 }
 
 TEST(Join, NothingElseMayBeSubmittedWhileJoining) {

@@ -30,6 +30,7 @@ TEST(Config, Defaults) {
   EXPECT_EQ(c.log_level, LogLevel::kWarning);
   EXPECT_EQ(c.segment_bytes, Config::kAuto);
   EXPECT_EQ(c.zero_copy_bytes, Config::kAuto);
+  EXPECT_FALSE(c.join_average_over_contributors);
 }
 
 TEST(Config, LayoutDefaultsDependOnWhetherTheJobSpansHosts) {
@@ -58,7 +59,8 @@ TEST(Config, ReadsEveryValue) {
                      {"KOLO_STALL_SHUTDOWN_SECONDS", "9.5"},
                      {"KOLO_LOG_LEVEL", "DEBUG"},
                      {"KOLO_SEGMENT_BYTES", "1024"},
-                     {"KOLO_ZERO_COPY_BYTES", "0"}},
+                     {"KOLO_ZERO_COPY_BYTES", "0"},
+                     {"KOLO_JOIN_AVERAGE", "contributors"}},
                     &c)
                   .ok());
   EXPECT_EQ(c.cycle_time_ms, 2.5);
@@ -70,6 +72,7 @@ TEST(Config, ReadsEveryValue) {
   EXPECT_EQ(c.log_level, LogLevel::kDebug);
   EXPECT_EQ(c.segment_bytes, 1024);
   EXPECT_EQ(c.zero_copy_bytes, 0);
+  EXPECT_TRUE(c.join_average_over_contributors);
 }
 
 TEST(Config, InvalidValuesNameTheVariable) {
@@ -84,6 +87,8 @@ TEST(Config, InvalidValuesNameTheVariable) {
             "KOLO_LOG_LEVEL='loud' is not valid: expected one of trace, debug, info, warning, error.");
   s = parse({{"KOLO_CACHE_CAPACITY", ""}}, &c);
   EXPECT_EQ(s.message(), "KOLO_CACHE_CAPACITY='' is not valid: expected a non-negative integer.");
+  s = parse({{"KOLO_JOIN_AVERAGE", "ranks"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_JOIN_AVERAGE='ranks' is not valid: expected one of size contributors.");
   s = parse({{"KOLO_SEGMENT_BYTES", "2147483648"}}, &c);
   EXPECT_EQ(s.message(), "KOLO_SEGMENT_BYTES='2147483648' is not valid: expected at most 1073741824 (1 GiB).");
 }

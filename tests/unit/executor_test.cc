@@ -98,7 +98,8 @@ class ExecutorTest : public ::testing::Test {
   RecordingCollective* collective = nullptr;
   TensorQueue queue;
   HandleTable handles;
-  Executor executor{&registry, &queue, &handles, nullptr, 1 << 20, /*rank=*/2};
+  Executor executor{&registry, &queue, &handles, nullptr, 1 << 20, /*rank=*/2,
+                    /*join_average_over_contributors=*/true};
 };
 
 TEST_F(ExecutorTest, HandsTheCollectiveAFusedGroupAsBuffersWithTheAgreedValues) {
@@ -226,6 +227,30 @@ TEST_F(ExecutorTest, OutputsComeFromTheCallersAllocatorOrKolosOwnMemory) {
   ASSERT_NE(out.storage, nullptr);
   EXPECT_EQ(out.view.data, out.storage.get());
   EXPECT_EQ(static_cast<float*>(out.view.data)[1], 8.0f);
+}
+
+TEST(Executor, AnAverageDividesByEveryRankUnlessToldToDivideByTheContributors) {
+  CollectiveRegistry registry;
+  auto c = std::make_unique<RecordingCollective>();
+  RecordingCollective* collective = c.get();
+  registry.add(std::move(c));
+  TensorQueue queue;
+  HandleTable handles;
+  Executor executor(&registry, &queue, &handles, nullptr, 1 << 20, 0);  // the default: every rank
+  std::vector<float> a = {1};
+  auto e = std::make_unique<TensorEntry>();
+  e->request.name = "a";
+  e->input = cpu_view(a);
+  e->output = e->input;
+  e->handle = handles.create();
+  ASSERT_TRUE(queue.push(std::move(e)).ok());
+  Response r;
+  r.name = "a";
+  r.shape = {1};
+  r.contributors = 3;
+  executor.run({r}, 0.0);
+  ASSERT_EQ(collective->calls.size(), 1u);
+  EXPECT_EQ(collective->calls[0].contributors, 0);
 }
 
 TEST(CollectiveRegistry, AnswersWhatIsSupportedAndWhyNot) {

@@ -397,7 +397,8 @@ def barrier():
 
 def join(device=-1):
     """This rank has no more data: until every rank has joined, it takes part in the others'
-    allreduces (contributing zeros; an Average is over the ranks that contributed), allgathers (no
+    allreduces (contributing zeros; an Average divides by every rank, as in Horovod, unless
+    KOLO_JOIN_AVERAGE=contributors), allgathers (no
     rows), broadcasts and barriers. Returns the last rank to join. `device` is accepted for
     Horovod compatibility."""
     return _handles.synchronize(_handles.add(_C.join_async(), (), lambda out: out.last_joined_rank))
