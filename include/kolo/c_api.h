@@ -86,6 +86,14 @@ KOLO_EXPORT int32_t kolo_local_size(void);
 KOLO_EXPORT int32_t kolo_cross_rank(void);
 KOLO_EXPORT int32_t kolo_cross_size(void);
 KOLO_EXPORT int32_t kolo_mpi_threads_supported(void);
+KOLO_EXPORT int32_t kolo_is_homogeneous(void);
+/* 1 when built with CUDA; NCCL's version code (major * 10000 + minor * 100 + patch) when built with
+ * NCCL, else 0. */
+KOLO_EXPORT int32_t kolo_cuda_built(void);
+KOLO_EXPORT int32_t kolo_nccl_built(void);
+/* See kolo::start_timeline and kolo::stop_timeline. */
+KOLO_EXPORT int32_t kolo_start_timeline(const char* path, int32_t mark_cycles);
+KOLO_EXPORT int32_t kolo_stop_timeline(void);
 
 KOLO_EXPORT kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
                                              int32_t op, double prescale_factor, double postscale_factor,

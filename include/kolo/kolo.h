@@ -45,6 +45,14 @@ KOLO_EXPORT int cross_rank();   // index of this host
 KOLO_EXPORT int cross_size();   // number of hosts
 // True when MPI gave MPI_THREAD_MULTIPLE, so the application may make its own MPI calls concurrently.
 KOLO_EXPORT bool mpi_threads_supported();
+// True when every host runs as many ranks; false before init().
+KOLO_EXPORT bool is_homogeneous();
+
+// Starts writing a timeline (see KOLO_TIMELINE; %r in the path gives each rank its own file, else
+// rank 0 writes) from now on, replacing one being written; `mark_cycles` marks negotiation cycles.
+// Returns once the engine writes to it. stop_timeline() closes it (the file is then valid JSON).
+KOLO_EXPORT Status start_timeline(const std::string& path, bool mark_cycles = false);
+KOLO_EXPORT Status stop_timeline();
 
 // ---- Operations ------------------------------------------------------------------------------
 

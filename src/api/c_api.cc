@@ -1,6 +1,7 @@
 // The C ABI, a thin translation onto the C++ API.
 #include "kolo/c_api.h"
 
+#include <cstdio>
 #include <string>
 
 #include "kolo/kolo.h"
@@ -86,6 +87,22 @@ int32_t kolo_local_size(void) { return kolo::local_size(); }
 int32_t kolo_cross_rank(void) { return kolo::cross_rank(); }
 int32_t kolo_cross_size(void) { return kolo::cross_size(); }
 int32_t kolo_mpi_threads_supported(void) { return kolo::mpi_threads_supported() ? 1 : 0; }
+int32_t kolo_is_homogeneous(void) { return kolo::is_homogeneous() ? 1 : 0; }
+int32_t kolo_cuda_built(void) { return kolo::build_info().cuda ? 1 : 0; }
+
+int32_t kolo_nccl_built(void) {
+  const kolo::BuildInfo b = kolo::build_info();
+  if (!b.nccl) return 0;
+  int major = 0, minor = 0, patch = 0;
+  std::sscanf(b.nccl_version.c_str(), "%d.%d.%d", &major, &minor, &patch);
+  return major * 10000 + minor * 100 + patch;
+}
+
+int32_t kolo_start_timeline(const char* path, int32_t mark_cycles) {
+  return report(kolo::start_timeline(safe_name(path), mark_cycles != 0));
+}
+
+int32_t kolo_stop_timeline(void) { return report(kolo::stop_timeline()); }
 
 kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output, int32_t op,
                                  double prescale_factor, double postscale_factor, kolo_done_fn done,

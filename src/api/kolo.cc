@@ -115,6 +115,25 @@ KOLO_TOPOLOGY_GETTER(cross_size)
 
 bool mpi_threads_supported() { return Runtime::instance().mpi_threads_supported(); }
 
+bool is_homogeneous() {
+  auto engine = Runtime::instance().engine();
+  return engine && engine->topology().homogeneous;
+}
+
+Status start_timeline(const std::string& path, bool mark_cycles) {
+  auto engine = Runtime::instance().engine();
+  if (!engine) return Status::NotInitialized("start_timeline: " + Runtime::instance().not_running_reason());
+  if (path.empty()) return Status::InvalidArgument("start_timeline: the file path is empty");
+  return engine->start_timeline(path, mark_cycles);
+}
+
+Status stop_timeline() {
+  auto engine = Runtime::instance().engine();
+  if (!engine) return Status::NotInitialized("stop_timeline: " + Runtime::instance().not_running_reason());
+  engine->stop_timeline();
+  return Status::OK();
+}
+
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& o) {
   Call call;

@@ -24,6 +24,7 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_TIMELINE", "(unset)",
        "Write a Chrome trace of every tensor's phases to this file (rank 0). A name containing %r "
        "gives each rank its own file, %r replaced by the rank."},
+      {"KOLO_TIMELINE_MARK_CYCLES", "0", "1: the timeline also marks the start of every negotiation cycle that ran ops."},
       {"KOLO_STALL_CHECK_SECONDS", "60",
        "Report ops that some ranks submitted and others did not for this long; 0 turns the check off."},
       {"KOLO_STALL_SHUTDOWN_SECONDS", "0",
@@ -148,6 +149,7 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.non_negative_int("KOLO_FUSION_THRESHOLD_BYTES", &c.fusion_threshold_bytes);
   p.non_negative_int("KOLO_CACHE_CAPACITY", &c.cache_capacity);
   p.text("KOLO_TIMELINE", &c.timeline_path);
+  p.boolean("KOLO_TIMELINE_MARK_CYCLES", &c.timeline_mark_cycles);
   p.non_negative_double("KOLO_STALL_CHECK_SECONDS", &c.stall_check_seconds);
   p.non_negative_double("KOLO_STALL_SHUTDOWN_SECONDS", &c.stall_shutdown_seconds);
   p.log_level("KOLO_LOG_LEVEL", &c.log_level);

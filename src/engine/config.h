@@ -17,6 +17,7 @@ struct Config {
   int64_t fusion_threshold_bytes = 64ll << 20;
   int64_t cache_capacity = 1024;
   std::string timeline_path;  // empty: no timeline
+  bool timeline_mark_cycles = false;
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;
   LogLevel log_level = LogLevel::kWarning;

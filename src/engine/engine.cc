@@ -16,6 +16,7 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       channel_(std::move(channel)),
       registry_(std::move(registry)),
       timeline_(std::move(timeline)),
+      mark_cycles_(config.timeline_mark_cycles),
       handles_(handles),
       controller_(channel_.get(), config_),
       executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
@@ -50,6 +51,39 @@ void Engine::fail_all(const std::string& why, StatusCode code) {
   }
 }
 
+Status Engine::start_timeline(const std::string& path, bool mark_cycles) {
+  std::unique_ptr<Timeline> t;
+  Status s = Timeline::open(path, topology_.rank, &t);
+  if (!s.ok()) return s;
+  hand_over_timeline(std::move(t), mark_cycles);
+  return Status::OK();
+}
+
+void Engine::stop_timeline() { hand_over_timeline(nullptr, false); }
+
+void Engine::hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles) {
+  std::unique_lock<std::mutex> lock(timeline_mu_);
+  next_timeline_ = std::move(timeline);
+  next_mark_cycles_ = mark_cycles;
+  const uint64_t ticket = ++timeline_asked_;
+  lock.unlock();
+  queue_.wake();
+  lock.lock();
+  // The engine switches at its next cycle; one that has stopped never will.
+  timeline_cv_.wait(lock, [&] { return timeline_done_ >= ticket || !running_; });
+}
+
+void Engine::switch_timeline() {
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  if (timeline_done_ == timeline_asked_) return;
+  if (timeline_) timeline_->close();
+  timeline_ = std::move(next_timeline_);
+  mark_cycles_ = next_mark_cycles_;
+  executor_.set_timeline(timeline_.get());
+  timeline_done_ = timeline_asked_;
+  timeline_cv_.notify_all();
+}
+
 void Engine::wait_between_cycles(double seconds) {
   // While device work runs, its completions are polled in naps that start short and double, so a
   // waiter hears of a collective that took tens of microseconds within about as long, and one that
@@ -82,6 +116,7 @@ void Engine::loop() {
   double wait = cycle_seconds;
   while (true) {
     wait_between_cycles(wait);
+    switch_timeline();
     CycleResult result;
     Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result);
     if (!s.ok()) {
@@ -96,6 +131,7 @@ void Engine::loop() {
       break;
     }
     if (!result.responses.empty()) {
+      if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
       const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
                           result.joined_ranks.end();
       executor_.run(result.responses, steady_seconds(), joined);
@@ -106,7 +142,9 @@ void Engine::loop() {
     wait = idle ? std::min(std::max(wait, 1e-4) * 2, std::max(cycle_seconds, kMaxIdleSeconds)) : cycle_seconds;
   }
   if (timeline_) timeline_->close();
+  std::lock_guard<std::mutex> lock(timeline_mu_);
   running_ = false;
+  timeline_cv_.notify_all();  // a start/stop_timeline waiting for this engine gives up
 }
 
 }  // namespace kolo

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,9 +41,16 @@ class Engine {
   const Config& config() const { return config_; }
   // What this engine can run, for the checks at enqueue.
   const CollectiveRegistry& collectives() const { return *registry_; }
+  // From any thread: writes a timeline to `path` from now on (replacing one being written), or
+  // stops writing it; returns once the engine has switched (or has stopped).
+  Status start_timeline(const std::string& path, bool mark_cycles);
+  void stop_timeline();
 
  private:
   void loop();
+  // On the engine thread: takes up a timeline handed over by start/stop_timeline.
+  void switch_timeline();
+  void hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles);
   // Until the next cycle is due (or an op arrives), polling device work's completions meanwhile.
   void wait_between_cycles(double seconds);
   void fail_all(const std::string& why, StatusCode code);
@@ -54,6 +63,13 @@ class Engine {
   std::unique_ptr<ControlChannel> channel_;
   std::unique_ptr<CollectiveRegistry> registry_;
   std::unique_ptr<Timeline> timeline_;
+  bool mark_cycles_ = false;
+  // A timeline handed over to the engine thread, and the handovers asked for and done.
+  std::mutex timeline_mu_;
+  std::condition_variable timeline_cv_;
+  std::unique_ptr<Timeline> next_timeline_;
+  bool next_mark_cycles_ = false;
+  uint64_t timeline_asked_ = 0, timeline_done_ = 0;
   HandleTable* handles_;
   TensorQueue queue_;
   Controller controller_;

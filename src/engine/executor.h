@@ -32,6 +32,8 @@ class Executor {
   void poll();
   // Groups whose work is still running.
   size_t running() const { return running_.size(); }
+  // On the engine thread: where phases are written from now on (null: nowhere).
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   // Waits up to `seconds` for the running work, then aborts what is left (with `why`); ends every group.
   void drain(double seconds, const std::string& why);
 

@@ -28,6 +28,8 @@ class Timeline {
             const std::string& args = "");
   // A moment on one tensor's row (an error, say).
   void instant(const std::string& tensor, const char* what, double at, const std::string& args = "");
+  // The start of a negotiation cycle that ran ops, on a row of its own (Horovod's mark_cycles).
+  void cycle(double at) { instant("(cycles)", "CYCLE_START", at); }
   void flush_if_due(double now);
   void close();
 

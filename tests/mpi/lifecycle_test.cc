@@ -129,6 +129,29 @@ TEST(Lifecycle, TimelineIsValidJsonWithEveryPhase) {
   }
 }
 
+// Horovod's start_timeline / stop_timeline: a timeline started while kolo runs, cycles marked, and
+// closed as valid JSON when stopped; ops before and after are not in it.
+TEST(Lifecycle, TimelineStartedAndStoppedAtRunTime) {
+  const std::string path = ::testing::TempDir() + "kolo_runtime_timeline_" + std::to_string(size()) + "_%r.json";
+  Buffer b(DataType::kFloat32, {10});
+  ASSERT_TRUE(allreduce("tl.before", b.view(), b.view()).ok());
+  ASSERT_TRUE(start_timeline(path, /*mark_cycles=*/true).ok());
+  ASSERT_TRUE(allreduce("tl.during", b.view(), b.view()).ok());
+  ASSERT_TRUE(stop_timeline().ok());
+  ASSERT_TRUE(allreduce("tl.after", b.view(), b.view()).ok());
+  std::string file = path;
+  file.replace(file.find("%r"), 2, std::to_string(rank()));
+  std::ifstream f(file);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_TRUE(testing::JsonCheck::valid(text.str())) << text.str();
+  EXPECT_NE(text.str().find("\"tl.during\""), std::string::npos);
+  EXPECT_NE(text.str().find("\"CYCLE_START\""), std::string::npos);
+  EXPECT_EQ(text.str().find("\"tl.before\""), std::string::npos);
+  EXPECT_EQ(text.str().find("\"tl.after\""), std::string::npos);
+  EXPECT_EQ(start_timeline("/nonexistent/dir/t_%r.json").code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Threads, ConcurrentSubmittersGetExactResults) {
   constexpr int kThreads = 4, kOps = 50;
   std::vector<std::thread> threads;

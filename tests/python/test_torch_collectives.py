@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import kolo.torch as kolo
+from kolo import _core as kolo_core
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
           torch.int8]
@@ -147,3 +148,31 @@ def test_a_compressor_of_the_users_runs_around_the_collective(rank, size):
 
     got = kolo.allreduce(torch.full((3,), float(rank)), op=kolo.Sum, compression=Negate, name="user.compressor")
     assert got.tolist() == [float(sum(range(size)))] * 3
+
+
+def test_horovods_queries_answer_truthfully(rank, size):
+    assert kolo.mpi_built() and kolo.mpi_enabled() and kolo.mpi_threads_supported()
+    assert not (kolo.gloo_built() or kolo.gloo_enabled() or kolo.rocm_built() or kolo.ddl_built() or kolo.ccl_built())
+    assert kolo.is_homogeneous()
+    summary = kolo_core.build_summary()
+    assert kolo.cuda_built() == ("[X] CUDA" in summary)
+    nccl = kolo.nccl_built()
+    assert (nccl > 0) == ("[X] NCCL" in summary)
+    if nccl:
+        version = summary.split("[X] NCCL")[1].split()[0]  # "2.28.9"
+        major, minor, patch = (int(v) for v in version.split("."))
+        assert nccl == major * 10000 + minor * 100 + patch
+    assert kolo.HorovodInternalError is kolo.KoloError
+
+
+def test_a_timeline_started_and_stopped_from_python(rank, size, tmp_path):
+    path = kolo.broadcast_object(str(tmp_path / "timeline_%r.json"), root_rank=0, name="timeline.path")
+    kolo.start_timeline(path, mark_cycles=True)
+    kolo.allreduce(torch.ones(4), name="traced.in.python")
+    kolo.stop_timeline()
+    import json
+    events = json.load(open(path.replace("%r", str(rank))))
+    names = {e.get("name") for e in events} | {e.get("args", {}).get("name") for e in events}
+    assert "traced.in.python" in names and "CYCLE_START" in names
+    with pytest.raises(kolo.KoloValueError, match="cannot write"):
+        kolo.start_timeline("/nonexistent/dir/t_%r.json")

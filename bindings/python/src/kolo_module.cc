@@ -124,6 +124,25 @@ PYBIND11_MODULE(_C, m) {
   m.def("cross_rank", &kolo_cross_rank);
   m.def("cross_size", &kolo_cross_size);
   m.def("mpi_threads_supported", [] { return kolo_mpi_threads_supported() != 0; });
+  m.def("is_homogeneous", [] { return kolo_is_homogeneous() != 0; });
+  m.def("cuda_built", [] { return kolo_cuda_built() != 0; });
+  m.def("nccl_built", &kolo_nccl_built);
+  m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
+    int32_t code;
+    {
+      py::gil_scoped_release release;  // returns once kolo's thread has switched to the new file
+      code = kolo_start_timeline(path.c_str(), mark_cycles ? 1 : 0);
+    }
+    return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()));
+  });
+  m.def("stop_timeline", [] {
+    int32_t code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_stop_timeline();
+    }
+    return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()));
+  });
   m.def("version", [] { return std::string(kolo_version()); });
   m.def("build_summary", [] { return std::string(kolo_build_summary()); });
   m.def("reducescatter_rows", &kolo_reducescatter_rows);

@@ -13,11 +13,14 @@
 Collectives take arrays or whole pytrees (one fused request per call) and work both inside
 jax.jit (as XLA custom calls, on the buffers XLA owns) and on concrete arrays outside it.
 """
-from kolo._core import (KoloError, KoloValueError, cross_rank, cross_size, init, is_initialized, local_rank,
-                        local_size, mpi_threads_supported, rank, shutdown, size)
+from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cross_rank, cross_size,
+                        cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
+                        local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
+                        rocm_built, shutdown, size, start_timeline, stop_timeline)
 from kolo.jax.collectives import (Average, Max, Min, Product, Sum, allgather, allreduce, barrier, broadcast,
                                   broadcast_variables)
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
            "cross_rank", "mpi_threads_supported", "allreduce", "allgather", "broadcast", "broadcast_variables",
            "barrier", "Sum", "Average", "Min", "Max", "Product", "KoloError", "KoloValueError"]
+__all__ += ["HorovodInternalError"] + list(QUERIES)

@@ -7,8 +7,10 @@
     model.fit(x_shard, y_shard, callbacks=[kolo.BroadcastGlobalVariablesCallback(0),
                                            kolo.MetricAverageCallback()], verbose=kolo.rank() == 0)
 """
-from kolo._core import (KoloError, KoloValueError, cross_rank, cross_size, init, is_initialized, local_rank,
-                        local_size, mpi_threads_supported, rank, shutdown, size)
+from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cross_rank, cross_size,
+                        cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
+                        local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
+                        rocm_built, shutdown, size, start_timeline, stop_timeline)
 from kolo.keras.callbacks import (BroadcastGlobalVariablesCallback, LearningRateWarmupCallback,
                                   MetricAverageCallback)
 from kolo.keras.compression import Compression
@@ -19,3 +21,4 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "cross_rank", "mpi_threads_supported", "DistributedOptimizer", "BroadcastGlobalVariablesCallback",
            "MetricAverageCallback", "LearningRateWarmupCallback", "Compression", "Average", "Sum", "allreduce",
            "broadcast", "KoloError", "KoloValueError"]
+__all__ += ["HorovodInternalError"] + list(QUERIES)

@@ -7,7 +7,9 @@
     optimizer = kolo.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     kolo.broadcast_optimizer_state(optimizer, root_rank=0)
 """
-from kolo._core import KoloError, KoloValueError
+from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cuda_built, ddl_built,
+                        gloo_built, gloo_enabled, is_homogeneous, mpi_built, mpi_enabled, nccl_built, rocm_built,
+                        start_timeline, stop_timeline)
 from kolo.torch.compression import Compression
 from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                   broadcast_parameters)
@@ -29,3 +31,4 @@ __all__ = [
     "init", "is_initialized", "join", "local_rank", "local_size", "mpi_threads_supported", "poll", "rank",
     "reducescatter", "reducescatter_async", "shutdown", "size", "synchronize",
 ]
+__all__ += ["HorovodInternalError"] + list(QUERIES)
