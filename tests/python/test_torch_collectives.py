@@ -176,3 +176,76 @@ def test_a_timeline_started_and_stopped_from_python(rank, size, tmp_path):
     assert "traced.in.python" in names and "CYCLE_START" in names
     with pytest.raises(kolo.KoloValueError, match="cannot write"):
         kolo.start_timeline("/nonexistent/dir/t_%r.json")
+
+
+def test_grouped_allgather_and_reducescatter(rank, size):
+    a = torch.full((rank + 1, 2), float(rank))
+    b = torch.arange(3, dtype=torch.int64) + 10 * rank
+    ga, gb = kolo.grouped_allgather([a, b], name="grouped.ag")
+    assert ga.tolist() == [[float(r)] * 2 for r in range(size) for _ in range(r + 1)]
+    assert gb.tolist() == [10 * r + k for r in range(size) for k in range(3)]
+    handle = kolo.grouped_allgather_async([a], name="grouped.ag.async")
+    assert kolo.synchronize(handle)[0].shape == (size * (size + 1) // 2, 2)
+
+    rows = 2 * size + 1
+    x = torch.full((rows, 3), float(rank + 1))
+    y = torch.ones(size, dtype=torch.int32)
+    rx, ry = kolo.grouped_reducescatter([x, y], op=kolo.Sum, name="grouped.rs")
+    mine = rows // size + (1 if rank < rows % size else 0)
+    assert rx.shape == (mine, 3) and rx.eq(size * (size + 1) / 2.0).all()
+    assert ry.tolist() == [size]
+    (avg,) = kolo.synchronize(kolo.grouped_reducescatter_async([x], name="grouped.rs.async"))
+    assert avg.eq((size + 1) / 2.0).all()
+
+
+def test_grouped_allgather_gradient(rank, size):
+    a = torch.full((2,), float(rank + 1), requires_grad=True)
+    b = torch.full((1,), float(rank + 1), requires_grad=True)
+    ga, gb = kolo.grouped_allgather([a, b], name="grouped.grad")
+    (ga.sum() * 2 + gb.sum() * 3).backward()
+    # Each rank's loss used every rank's rows: the gradient is the sum over ranks of d(loss)/d(rows).
+    assert a.grad.tolist() == [2.0 * size] * 2 and b.grad.tolist() == [3.0 * size]
+
+
+@pytest.mark.parametrize("op", ["Sum", "Average"])
+def test_sparse_allreduce(op, rank, size):
+    # Rank r sets row r (and row 0) of a 5 x 2 tensor; rows may repeat across ranks.
+    indices = torch.tensor([[0, rank % 5], [1, 0]])
+    t = torch.sparse_coo_tensor(indices, torch.tensor([1.0, float(rank + 1)]), (5, 2))
+    got = kolo.synchronize(kolo.sparse_allreduce_async(t, name="sparse." + op, op=getattr(kolo, op)))
+    assert got.is_sparse
+    want = torch.zeros(5, 2)
+    for r in range(size):
+        want[0, 1] += 1.0
+        want[r % 5, 0] += float(r + 1)
+    if op == "Average":
+        want /= size
+    assert torch.equal(got.to_dense(), want)
+    with pytest.raises(kolo.KoloValueError, match="expected a sparse COO tensor"):
+        kolo.sparse_allreduce_async(torch.ones(2), name="dense")
+
+
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+def test_distributed_optimizer_with_a_sparse_embedding_matches_one_process(sparse_as_dense, rank, size):
+    def model():
+        torch.manual_seed(5)
+        return torch.nn.Sequential(torch.nn.Embedding(10, 4, sparse=True), torch.nn.Flatten(), torch.nn.Linear(8, 1))
+
+    g = torch.Generator().manual_seed(11)
+    batches = [(torch.randint(0, 10, (2 * size, 2), generator=g), torch.randn(2 * size, 1, generator=g))
+               for _ in range(4)]
+    reference = model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in batches:
+        ref_opt.zero_grad()
+        torch.nn.functional.mse_loss(reference(x), y).backward()
+        ref_opt.step()
+    m = model()
+    opt = kolo.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), named_parameters=m.named_parameters(),
+                                    sparse_as_dense=sparse_as_dense)
+    for x, y in batches:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(m(x[2 * rank:2 * rank + 2]), y[2 * rank:2 * rank + 2]).backward()
+        opt.step()
+    for p, q in zip(m.parameters(), reference.parameters()):
+        assert torch.allclose(p, q, atol=1e-6), (p - q).abs().max().item()

@@ -16,10 +16,11 @@ from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_
 from kolo.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                                 allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async, barrier,
                                 broadcast, broadcast_, broadcast_async, broadcast_async_, cross_rank, cross_size,
-                                grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
-                                grouped_allreduce_async_, init, is_initialized, join, local_rank, local_size,
+                                grouped_allgather, grouped_allgather_async, grouped_allreduce, grouped_allreduce_,
+                                grouped_allreduce_async, grouped_allreduce_async_, grouped_reducescatter,
+                                grouped_reducescatter_async, init, is_initialized, join, local_rank, local_size,
                                 mpi_threads_supported, poll, rank, reducescatter, reducescatter_async, shutdown,
-                                size, synchronize)
+                                size, sparse_allreduce_async, synchronize)
 from kolo.torch.optimizer import DistributedOptimizer
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "init", "is_initialized", "join", "local_rank", "local_size", "mpi_threads_supported", "poll", "rank",
     "reducescatter", "reducescatter_async", "shutdown", "size", "synchronize",
 ]
-__all__ += ["HorovodInternalError"] + list(QUERIES)
+__all__ += ["HorovodInternalError", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
+            "grouped_reducescatter_async", "sparse_allreduce_async"] + list(QUERIES)

@@ -191,41 +191,46 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
     return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
 
 
-# Grouped ops: a handle standing for several, whose synchronize() returns every result in order.
-# Negative, so it never collides with kolo's handles, which are positive.
-_groups = {}
-_next_group = [-1]
+# Composite ops (grouped ops, a sparse allreduce): a handle standing for several, whose
+# synchronize() combines their results. Negative, so it never collides with kolo's handles, which
+# are positive.
+_composites = {}
+_next_composite = [-1]
+
+
+def _composite_handle(handles, combine=list):
+    key = _next_composite[0]
+    _next_composite[0] -= 1
+    _composites[key] = (handles, combine)
+    return key
 
 
 def _group_handle(handles):
-    key = _next_group[0]
-    _next_group[0] -= 1
-    _groups[key] = handles
-    return key
+    return _composite_handle(handles)
 
 
 def synchronize(handle):
     """Waits for an async op and returns its result (the output tensor; for alltoall a tuple with
     the received splits; for a grouped op the list of results). Raises KoloError when the op
     failed on this rank."""
-    if int(handle) in _groups:
-        handles = _groups.pop(int(handle))
+    if int(handle) in _composites:
+        handles, combine = _composites.pop(int(handle))
         results, error = [], None
         for h in handles:  # wait for all, even after a failure, so no handle is left behind
             try:
-                results.append(_handles.synchronize(h))
+                results.append(synchronize(h))
             except KoloError as e:
                 error = error or e
         if error is not None:
             raise error
-        return results
+        return combine(results)
     return _handles.synchronize(handle)
 
 
 def poll(handle):
     """True once the op has finished (synchronize() will not block)."""
-    if int(handle) in _groups:
-        return all(_handles.poll(h) for h in _groups[int(handle)])
+    if int(handle) in _composites:
+        return all(poll(h) for h in _composites[int(handle)][0])
     return _handles.poll(handle)
 
 
@@ -259,6 +264,32 @@ class _Allgather(torch.autograd.Function):
 def allgather(tensor, name=None):
     """Concatenates every rank's `tensor` along the first dimension; autograd flows through."""
     return _Allgather.apply(tensor, name)
+
+
+def grouped_allgather_async(tensors, name=None):
+    """Starts allgathers of several tensors at once; synchronize(handle) returns their results."""
+    return _group_handle([allgather_async(t, n) for t, n in zip(tensors, _group_names(name, len(tensors)))])
+
+
+class _GroupedAllgather(torch.autograd.Function):
+    """Several allgathers negotiated together; each gradient as for one (see _Allgather)."""
+
+    @staticmethod
+    def forward(ctx, name, *tensors):
+        ctx.rows = [t.shape[0] for t in tensors]
+        return tuple(synchronize(grouped_allgather_async(tensors, name)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        summed = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Sum))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
+        offsets = rows[:rank()].sum(0).tolist()
+        return (None,) + tuple(g.narrow(0, int(o), n) for g, o, n in zip(summed, offsets, ctx.rows))
+
+
+def grouped_allgather(tensors, name=None):
+    """Allgathers of several tensors, negotiated and run together; autograd flows through."""
+    return list(_GroupedAllgather.apply(name, *tensors))
 
 
 # ---- broadcast ------------------------------------------------------------------------------------
@@ -386,6 +417,45 @@ class _Reducescatter(torch.autograd.Function):
 def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
     """This rank's block of rows of the reduction of every rank's `tensor`; autograd flows through."""
     return _Reducescatter.apply(tensor, name, op, prescale_factor, postscale_factor)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts reducescatters of several tensors at once; synchronize(handle) returns their results."""
+    return _group_handle([reducescatter_async(t, n, op, prescale_factor, postscale_factor)
+                          for t, n in zip(tensors, _group_names(name, len(tensors)))])
+
+
+def grouped_reducescatter(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+    """Reducescatters of several tensors, negotiated and run together; autograd flows through each."""
+    return [_Reducescatter.apply(t, n, op, prescale_factor, postscale_factor)
+            for t, n in zip(tensors, _group_names(name, len(tensors)))]
+
+
+# ---- sparse allreduce -----------------------------------------------------------------------------
+
+def sparse_allreduce_async(tensor, name=None, op=Average):
+    """Starts the allreduce of a sparse COO tensor: every rank's indices and values are gathered
+    (rows differ per rank) and synchronize(handle) returns the sum (or average over the ranks) as a
+    sparse tensor of the same size, coalesced."""
+    if not tensor.is_sparse:
+        raise KoloValueError("sparse_allreduce_async of tensor '%s': expected a sparse COO tensor"
+                             % (name or "(unnamed)"), _core.INVALID_ARGUMENT)
+    if op not in (Sum, Average):
+        raise KoloValueError("sparse_allreduce_async of tensor '%s': only Sum and Average reduce sparse tensors"
+                             % (name or "(unnamed)"), _core.INVALID_ARGUMENT)
+    t = tensor.coalesce()
+    base = _name(name) or None
+    # Rows: one per nonzero, so the indices travel transposed (nnz x ndim) and come back so.
+    indices = allgather_async(t.indices().t().contiguous(), None if base is None else base + ".indices")
+    values = allgather_async(t.values().contiguous(), None if base is None else base + ".values")
+
+    def combine(results):
+        gathered_indices, gathered_values = results
+        if op == Average:
+            gathered_values = gathered_values / size()
+        return torch.sparse_coo_tensor(gathered_indices.t(), gathered_values, t.shape).coalesce()
+
+    return _composite_handle([indices, values], combine)
 
 
 # ---- barrier, join --------------------------------------------------------------------------------

@@ -12,15 +12,19 @@ from kolo.torch.compression import Compression, engine_compression
 # (Debian's 1.13) gets the same moment from a hook on the gradient's AccumulateGrad node.
 _HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
 
+# Marks a gradient reduced as a sparse tensor (gathered indices and values): its result replaces it.
+_SPARSE = object()
+
 
 class _DistributedOptimizer:
     """Mixed into the user's optimizer class (see DistributedOptimizer): its step() first waits for
     the gradients' allreduces, which hooks started the moment backward produced each gradient."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor):
+                 gradient_predivide_factor, sparse_as_dense):
         super(self.__class__, self).__init__(params)
         self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
         self._op = op
         if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
             raise ValueError("gradient_predivide_factor applies to op=Average only")
@@ -77,6 +81,11 @@ class _DistributedOptimizer:
     def _allreduce_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
+        name = "grad." + self._names[p]
+        if p.grad.is_sparse:  # an embedding's gradient, say
+            if not self._sparse_as_dense:
+                return mpi_ops.sparse_allreduce_async(p.grad, name=name, op=self._op), None, _SPARSE
+            p.grad = p.grad.to_dense()
         code = engine_compression(self._compression, p.grad)
         if code is None:
             compressed, ctx = self._compression.compress(p.grad)
@@ -88,7 +97,7 @@ class _DistributedOptimizer:
             pre, post = 1.0 / self._predivide, self._predivide
         else:
             pre, post = 1.0, 1.0
-        handle = mpi_ops.allreduce_async_(compressed, name="grad." + self._names[p], op=self._op,
+        handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op,
                                           prescale_factor=pre, postscale_factor=post,
                                           _compression=_core.COMPRESSION_NONE if code is None else code)
         return handle, compressed, ctx
@@ -107,11 +116,13 @@ class _DistributedOptimizer:
         error = None
         for p, (handle, compressed, ctx) in self._handles.items():
             try:
-                mpi_ops.synchronize(handle)
+                result = mpi_ops.synchronize(handle)
             except Exception as e:  # wait for every handle before raising, so none is left in flight
                 error = error or e
                 continue
-            if compressed is not p.grad:
+            if ctx is _SPARSE:
+                p.grad = result
+            elif compressed is not p.grad:
                 p.grad.copy_(self._compression.decompress(compressed, ctx))
             self._delay[p] = self._passes
         self._handles.clear()
@@ -145,13 +156,15 @@ class _DistributedOptimizer:
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
-                         op=mpi_ops.Average, gradient_predivide_factor=1.0):
+                         op=mpi_ops.Average, gradient_predivide_factor=1.0, sparse_as_dense=False):
     """Wraps `optimizer` so that step() applies gradients averaged (op) across every rank.
 
     Each gradient's allreduce starts as soon as backward has produced it, overlapping communication
     with the rest of backward. With backward_passes_per_step=k, gradients accumulate locally over k
-    backward passes and are reduced once. The returned object is an instance of the optimizer's own
-    class, so schedulers and checkpoints work as before.
+    backward passes and are reduced once. Sparse gradients (an embedding's, with sparse=True) are
+    reduced as sparse tensors (every rank's rows gathered), or as dense ones with sparse_as_dense.
+    The returned object is an instance of the optimizer's own class, so schedulers and checkpoints
+    work as before.
     """
     # The mixin's own methods only: its '__dict__' and '__weakref__' slots are descriptors that apply
     # to _DistributedOptimizer instances alone, and copied over they break every use of the new
@@ -159,7 +172,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     methods = {k: v for k, v in _DistributedOptimizer.__dict__.items() if k not in ("__dict__", "__weakref__")}
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
     distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                      gradient_predivide_factor)
+                      gradient_predivide_factor, sparse_as_dense)
     # The state the optimizer has already (momentum restored from a checkpoint before wrapping, as
     # in Horovod's MNIST example) stays with it: the parameter groups are shared, and so is the state.
     distributed.state = optimizer.state
