@@ -22,6 +22,7 @@ from kolo.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, allg
                                 mpi_threads_supported, poll, rank, reducescatter, reducescatter_async, shutdown,
                                 size, sparse_allreduce_async, synchronize)
 from kolo.torch.optimizer import DistributedOptimizer
+from kolo.torch.sync_batch_norm import SyncBatchNorm
 
 __all__ = [
     "Average", "Compression", "DistributedOptimizer", "KoloError", "KoloValueError", "Max", "Min", "Product", "Sum",
@@ -32,5 +33,5 @@ __all__ = [
     "init", "is_initialized", "join", "local_rank", "local_size", "mpi_threads_supported", "poll", "rank",
     "reducescatter", "reducescatter_async", "shutdown", "size", "synchronize",
 ]
-__all__ += ["HorovodInternalError", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
+__all__ += ["HorovodInternalError", "SyncBatchNorm", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
             "grouped_reducescatter_async", "sparse_allreduce_async"] + list(QUERIES)
