@@ -61,8 +61,10 @@ KOLO_EXPORT Status stop_timeline();
 // For the reducing collectives, allreduce and reducescatter.
 struct ReduceOptions {
   ReduceOp op = ReduceOp::kAverage;
-  double prescale_factor = 1.0;   // applied to the input before the reduction (floating point only)
-  double postscale_factor = 1.0;  // applied to the result (floating point only)
+  // Integers are multiplied in double precision and truncated toward zero; bools are never scaled
+  // (their reductions are logical: Sum, Average, Max are or; Min, Product are and).
+  double prescale_factor = 1.0;   // applied to the input before the reduction
+  double postscale_factor = 1.0;  // applied to the result
   DoneCallback on_done;
   Compression compression = Compression::kNone;  // allreduce only (kolo/types.h)
 };

@@ -20,8 +20,10 @@ enum class DataType : int32_t {
   kBFloat16 = 5,
   kFloat32 = 6,
   kFloat64 = 7,
+  kInt16 = 8,
+  kBool = 9,  // one byte, 0 or 1; reductions are logical (Sum, Average, Max: or; Min, Product: and)
 };
-constexpr int kNumDataTypes = 8;
+constexpr int kNumDataTypes = 10;
 
 enum class DeviceType : int32_t {
   kCPU = 0,
@@ -67,6 +69,8 @@ template <typename T>
 struct DataTypeOf;
 template <> struct DataTypeOf<uint8_t> { static constexpr DataType value = DataType::kUInt8; };
 template <> struct DataTypeOf<int8_t> { static constexpr DataType value = DataType::kInt8; };
+template <> struct DataTypeOf<int16_t> { static constexpr DataType value = DataType::kInt16; };
+template <> struct DataTypeOf<bool> { static constexpr DataType value = DataType::kBool; };
 template <> struct DataTypeOf<int32_t> { static constexpr DataType value = DataType::kInt32; };
 template <> struct DataTypeOf<int64_t> { static constexpr DataType value = DataType::kInt64; };
 template <> struct DataTypeOf<float> { static constexpr DataType value = DataType::kFloat32; };

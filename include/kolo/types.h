@@ -28,6 +28,9 @@ enum class ReduceOp : int32_t {
 };
 constexpr int kNumReduceOps = 5;
 KOLO_EXPORT const char* reduce_op_name(ReduceOp op);
+// The op a reduction of `dtype` runs as: bools reduce logically, Sum, Average and Max as "or",
+// Min and Product as "and" (on 0 and 1 these are Max and Min); other dtypes keep their op.
+KOLO_EXPORT ReduceOp reduction_for(DataType dtype, ReduceOp op);
 
 // What an allreduce's float32 data travels as between ranks (Horovod's Compression.fp16): cast to 16
 // bits when packed into the fusion buffer (in the same pass as the prescale) and back when unpacked

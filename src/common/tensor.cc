@@ -36,7 +36,9 @@ bool dtype_is_valid(DataType dtype) {
 size_t dtype_size(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8:
-    case DataType::kInt8: return 1;
+    case DataType::kInt8:
+    case DataType::kBool: return 1;
+    case DataType::kInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
     case DataType::kInt32:
@@ -51,6 +53,8 @@ const char* dtype_name(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8: return "uint8";
     case DataType::kInt8: return "int8";
+    case DataType::kInt16: return "int16";
+    case DataType::kBool: return "bool";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
     case DataType::kFloat16: return "float16";

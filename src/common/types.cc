@@ -29,6 +29,11 @@ DataType wire_dtype(DataType dtype, Compression c) {
   return c == Compression::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
 }
 
+ReduceOp reduction_for(DataType dtype, ReduceOp op) {
+  if (dtype != DataType::kBool) return op;
+  return op == ReduceOp::kMin || op == ReduceOp::kProduct ? ReduceOp::kMin : ReduceOp::kMax;
+}
+
 int64_t reducescatter_rows(int64_t total_rows, int rank, int size) {
   return total_rows / size + (rank < total_rows % size ? 1 : 0);
 }

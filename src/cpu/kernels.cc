@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/half.h"
+#include "common/integer_scaling.h"
 
 namespace kolo {
 namespace {
@@ -24,8 +25,12 @@ void multiply_float(const float* src, float* dst, int64_t n, double f) {
 }
 
 template <typename T>
-void divide(const T* src, T* dst, int64_t n, int64_t d) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<int64_t>(src[i]) / d);
+void divide(const T* src, T* dst, int64_t n, double f, int64_t d) {
+  if (f == 1.0) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<int64_t>(src[i]) / d);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(scaled_integer(static_cast<int64_t>(src[i]), f) / d);
 }
 
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
@@ -61,11 +66,13 @@ void reduce_16_op(ReduceOp op, const uint16_t* in, uint16_t* inout, int64_t n) {
 
 Scaling post_scaling(DataType dtype, ReduceOp op, double postscale, int size) {
   Scaling s;
+  if (dtype == DataType::kBool) return s;  // a logical reduction: nothing to scale
   if (dtype_is_floating(dtype)) {
     s.factor = postscale * (op == ReduceOp::kAverage ? 1.0 / size : 1.0);
-  } else if (op == ReduceOp::kAverage) {
-    s.divisor = size;
+    return s;
   }
+  s.factor = postscale;
+  if (op == ReduceOp::kAverage) s.divisor = size;
   return s;
 }
 
@@ -92,16 +99,20 @@ void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const
                                                 static_cast<uint16_t*>(dst), count, f);
       break;
     case DataType::kUInt8:
-      divide(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), count, d);
+    case DataType::kBool:  // never scaled; here for completeness
+      divide(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), count, f, d);
       break;
     case DataType::kInt8:
-      divide(static_cast<const int8_t*>(src), static_cast<int8_t*>(dst), count, d);
+      divide(static_cast<const int8_t*>(src), static_cast<int8_t*>(dst), count, f, d);
+      break;
+    case DataType::kInt16:
+      divide(static_cast<const int16_t*>(src), static_cast<int16_t*>(dst), count, f, d);
       break;
     case DataType::kInt32:
-      divide(static_cast<const int32_t*>(src), static_cast<int32_t*>(dst), count, d);
+      divide(static_cast<const int32_t*>(src), static_cast<int32_t*>(dst), count, f, d);
       break;
     case DataType::kInt64:
-      divide(static_cast<const int64_t*>(src), static_cast<int64_t*>(dst), count, d);
+      divide(static_cast<const int64_t*>(src), static_cast<int64_t*>(dst), count, f, d);
       break;
   }
 }
@@ -155,6 +166,13 @@ void fill_identity(DataType dtype, ReduceOp op, void* data, int64_t count) {
   switch (dtype) {
     case DataType::kUInt8: fill_typed<uint8_t>(data, count, op); break;
     case DataType::kInt8: fill_typed<int8_t>(data, count, op); break;
+    case DataType::kInt16: fill_typed<int16_t>(data, count, op); break;
+    case DataType::kBool: {
+      // Or (Max) starts from false, and (Min) from true.
+      const uint8_t v = reduction_for(dtype, op) == ReduceOp::kMin ? 1 : 0;
+      std::fill(static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + count, v);
+      break;
+    }
     case DataType::kInt32: fill_typed<int32_t>(data, count, op); break;
     case DataType::kInt64: fill_typed<int64_t>(data, count, op); break;
     case DataType::kFloat32: fill_typed<float>(data, count, op); break;

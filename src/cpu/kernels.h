@@ -11,8 +11,8 @@ namespace kolo {
 
 // What to do to each element on the way into or out of a reduction.
 struct Scaling {
-  double factor = 1.0;   // floating point: multiply
-  int64_t divisor = 1;   // integers: divide, truncating (Average)
+  double factor = 1.0;   // multiply (integers: in double precision, truncated toward zero)
+  int64_t divisor = 1;   // integers: then divide, truncating (Average)
 
   bool identity() const { return factor == 1.0 && divisor == 1; }
 };

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "common/integer_scaling.h"
 #include "common/hd.h"
 #include "device/device.h"
 
@@ -94,6 +95,10 @@ struct alignas(2) Half {
 struct alignas(2) BHalf {
   uint16_t bits;
 };
+// A bool as stored: one byte, 0 or 1.
+struct alignas(1) Bool {
+  uint8_t v;
+};
 
 template <typename T> struct IsFloating { static constexpr bool value = false; };
 template <> struct IsFloating<float> { static constexpr bool value = true; };
@@ -119,21 +124,28 @@ struct Scale {
 };
 
 // One element on its way from `From` to `To`. Floating point: widened to double (exact), scaled,
-// rounded once to To (16-bit types through float, as the CPU path does). Integers keep their type
-// and are divided, truncating. Both are what cpu/kernels.cc computes.
+// rounded once to To (16-bit types through float, as the CPU path does). Integers are scaled in
+// double and truncated (scaled_integer), then divided, truncating. Bools pass as they are. All of it
+// is what cpu/kernels.cc computes.
 template <typename From, typename To>
 KOLO_HD inline To convert(From x, const Scale& s) {
   if constexpr (IsFloating<From>::value) {
     const double d = widen(x);
     return narrow<To>(s.factor == 1.0 ? d : d * s.factor);
+  } else if constexpr (std::is_same<From, Bool>::value) {
+    return x;
   } else {
-    return s.divisor == 1 ? static_cast<To>(x) : static_cast<To>(static_cast<int64_t>(x) / s.divisor);
+    if (s.factor == 1.0 && s.divisor == 1) return static_cast<To>(x);
+    int64_t v = static_cast<int64_t>(x);
+    if (s.factor != 1.0) v = scaled_integer(v, s.factor);
+    return static_cast<To>(v / s.divisor);
   }
 }
 
 template <typename T> struct IntLimits;
 template <> struct IntLimits<uint8_t> { static constexpr uint8_t lowest = 0, highest = 0xff; };
 template <> struct IntLimits<int8_t> { static constexpr int8_t lowest = -0x7f - 1, highest = 0x7f; };
+template <> struct IntLimits<int16_t> { static constexpr int16_t lowest = -0x7fff - 1, highest = 0x7fff; };
 template <> struct IntLimits<int32_t> { static constexpr int32_t lowest = -0x7fffffff - 1, highest = 0x7fffffff; };
 template <> struct IntLimits<int64_t> {
   static constexpr int64_t lowest = -0x7fffffffffffffffll - 1, highest = 0x7fffffffffffffffll;
@@ -145,7 +157,10 @@ KOLO_HD inline T identity_of(int op) {
   constexpr int kProduct = static_cast<int>(ReduceOp::kProduct);
   constexpr int kMin = static_cast<int>(ReduceOp::kMin);
   constexpr int kMax = static_cast<int>(ReduceOp::kMax);
-  if constexpr (IsFloating<T>::value) {
+  if constexpr (std::is_same<T, Bool>::value) {
+    // And (Min, Product) starts from true, or (everything else) from false.
+    return Bool{static_cast<uint8_t>(op == kMin || op == kProduct ? 1 : 0)};
+  } else if constexpr (IsFloating<T>::value) {
     const double inf = static_cast<double>(bits_float(0x7f800000u));
     if (op == kProduct) return narrow<T>(1.0);
     if (op == kMin) return narrow<T>(inf);
@@ -185,6 +200,8 @@ KOLO_HD inline void copy_range(const From* src, To* dst, int64_t begin, int64_t 
 template <DataType D> struct ElementOf;
 template <> struct ElementOf<DataType::kUInt8> { using type = uint8_t; };
 template <> struct ElementOf<DataType::kInt8> { using type = int8_t; };
+template <> struct ElementOf<DataType::kInt16> { using type = int16_t; };
+template <> struct ElementOf<DataType::kBool> { using type = Bool; };
 template <> struct ElementOf<DataType::kInt32> { using type = int32_t; };
 template <> struct ElementOf<DataType::kInt64> { using type = int64_t; };
 template <> struct ElementOf<DataType::kFloat16> { using type = Half; };
@@ -192,8 +209,9 @@ template <> struct ElementOf<DataType::kBFloat16> { using type = BHalf; };
 template <> struct ElementOf<DataType::kFloat32> { using type = float; };
 template <> struct ElementOf<DataType::kFloat64> { using type = double; };
 
-// Calls Op<From, To>::run(args...) for the transform's pair of types: the same type, or float32 to
-// and from float16 or bfloat16. Other pairs fail.
+// Calls Op<From, To>::run(args...) for the transform's pair of types: the same type, float32 to and
+// from float16 or bfloat16 (compression), or int16 to and from int32 (NCCL has no int16). Other
+// pairs fail.
 template <template <typename, typename> class Op, typename... Args>
 Status dispatch(DataType from, DataType to, Args&&... args) {
 #define KOLO_BATCH_SAME(D)                                                                        \
@@ -203,9 +221,17 @@ Status dispatch(DataType from, DataType to, Args&&... args) {
   switch (from) {
     KOLO_BATCH_SAME(DataType::kUInt8)
     KOLO_BATCH_SAME(DataType::kInt8)
-    KOLO_BATCH_SAME(DataType::kInt32)
+    KOLO_BATCH_SAME(DataType::kBool)
     KOLO_BATCH_SAME(DataType::kInt64)
     KOLO_BATCH_SAME(DataType::kFloat64)
+    case DataType::kInt16:
+      if (to == DataType::kInt16) return Op<int16_t, int16_t>::run(std::forward<Args>(args)...);
+      if (to == DataType::kInt32) return Op<int16_t, int32_t>::run(std::forward<Args>(args)...);
+      break;
+    case DataType::kInt32:
+      if (to == DataType::kInt32) return Op<int32_t, int32_t>::run(std::forward<Args>(args)...);
+      if (to == DataType::kInt16) return Op<int32_t, int16_t>::run(std::forward<Args>(args)...);
+      break;
     case DataType::kFloat32:
       if (to == DataType::kFloat32) return Op<float, float>::run(std::forward<Args>(args)...);
       if (to == DataType::kFloat16) return Op<float, Half>::run(std::forward<Args>(args)...);

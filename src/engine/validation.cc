@@ -16,7 +16,7 @@ Status invalid(const CallSite& c, const std::string& what) { return Status::Inva
 Status check_view(const CallSite& c, const char* role, const TensorView& v) {
   if (!dtype_is_valid(v.dtype)) {
     return invalid(c, std::string(role) + " has an unsupported dtype (" + std::to_string(static_cast<int>(v.dtype)) +
-                          "); kolo supports uint8, int8, int32, int64, float16, bfloat16, float32, float64");
+                          "); kolo supports uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, bool");
   }
   if (v.shape.size() > kMaxDims) return invalid(c, std::string(role) + " has more than 64 dimensions");
   for (int64_t d : v.shape) {
@@ -50,9 +50,8 @@ Status check_reduction(const CallSite& c, DataType dtype, ReduceOp op, double pr
   if (!std::isfinite(prescale) || !std::isfinite(postscale)) {
     return invalid(c, "scale factors must be finite numbers");
   }
-  if (!dtype_is_floating(dtype) && (prescale != 1.0 || postscale != 1.0)) {
-    return invalid(c, std::string("prescale and postscale factors apply to floating-point tensors only, not ") +
-                          dtype_name(dtype));
+  if (dtype == DataType::kBool && (prescale != 1.0 || postscale != 1.0)) {
+    return invalid(c, "prescale and postscale factors do not apply to bool tensors (their reductions are logical)");
   }
   return Status::OK();
 }

@@ -21,14 +21,16 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> c;
-  for (DataType d : {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64, DataType::kFloat16,
-                     DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+  for (DataType d : {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64,
+                     DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool}) {
     c.push_back({d, d});
   }
   c.push_back({DataType::kFloat32, DataType::kFloat16});
   c.push_back({DataType::kFloat32, DataType::kBFloat16});
   c.push_back({DataType::kFloat16, DataType::kFloat32});
   c.push_back({DataType::kBFloat16, DataType::kFloat32});
+  c.push_back({DataType::kInt16, DataType::kInt32});
+  c.push_back({DataType::kInt32, DataType::kInt16});
   return c;
 }
 
@@ -50,6 +52,8 @@ std::vector<char> values(DataType dtype, int64_t n, std::mt19937* rng) {
     } else if (dtype == DataType::kFloat64) {
       const double d = f;
       std::memcpy(p, &d, 8);
+    } else if (dtype == DataType::kBool) {
+      *p = static_cast<char>((*rng)() & 1);
     } else {
       for (size_t k = 0; k < dtype_size(dtype); ++k) p[k] = static_cast<char>((*rng)() & 0xff);
     }
@@ -91,8 +95,9 @@ TEST_P(BatchedCopyKernel, MatchesTheCpuArithmeticBitForBit) {
   }
   const bool floating = dtype_is_floating(c.from);
   for (double scale : {1.0, 0.375}) {
-    if (scale != 1.0 && !floating) continue;
-    const CopyTransform t{c.from, c.to, scale, floating || scale != 1.0 ? 1 : 3, ReduceOp::kMax};
+    if (scale != 1.0 && c.from == DataType::kBool) continue;  // bools never scale
+    const int64_t divisor = floating || c.from == DataType::kBool ? 1 : 3;  // integers: an Average's division
+    const CopyTransform t{c.from, c.to, scale, divisor, ReduceOp::kMax};
     ASSERT_TRUE(launch_batched_copy(on_device, t, nullptr).ok());
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_TRUE(batch::batched_copy_on_host(on_host, t).ok());

@@ -161,6 +161,21 @@ TEST(GpuAllreduce, CompressionCastsInThePackAndBackInTheUnpackAsOnTheCpu) {
   }
 }
 
+TEST(GpuAllreduce, BoolsReduceLogicallyAsOnTheCpu) {
+  for (ReduceOp op : kOps) {
+    for (int64_t n : {int64_t{1}, int64_t{333}}) {
+      Buffer host(DataType::kBool, {n});
+      for (size_t i = 0; i < host.size(); ++i) host.set(i, (i + static_cast<size_t>(rank())) % 3 == 0);
+      DeviceTensor t(host);
+      AllreduceOptions o;
+      o.op = op;
+      const std::string name = std::string("bool.") + reduce_op_name(op) + "." + std::to_string(n);
+      ASSERT_TRUE(allreduce(name, t.view(), t.view(), o).ok());
+      EXPECT_TRUE(same_bytes(t.download(), cpu_allreduce(name, host, o))) << name;
+    }
+  }
+}
+
 class GpuAllgather : public ::testing::TestWithParam<DataType> {};
 
 TEST_P(GpuAllgather, RowsDifferPerRankAndMatchTheCpuPath) {

@@ -139,14 +139,27 @@ def test_mismatched_dtype_fails_on_every_rank(rank, size):
 
 def test_bad_input_raises_at_once_naming_tensor_and_rank(rank):
     with pytest.raises(kolo.KoloValueError) as e:
-        kolo.allreduce({"flags": jnp.ones(3, bool)}, name="t")
-    assert str(e.value).startswith("tensor 't['flags']' on rank %d: input has dtype bool; kolo supports" % rank)
-    with pytest.raises(kolo.KoloValueError, match="floating-point tensors only"):
-        kolo.allreduce(jnp.ones(3, jnp.int32), prescale_factor=2.0)
+        kolo.allreduce({"seed": jnp.ones(3, jnp.uint32)}, name="t")
+    assert str(e.value).startswith("tensor 't['seed']' on rank %d: input has dtype uint32; kolo supports" % rank)
+    with pytest.raises(kolo.KoloValueError, match="do not apply to bool tensors"):
+        kolo.allreduce(jnp.ones(3, bool), prescale_factor=2.0)
     with pytest.raises(kolo.KoloValueError, match="at least one dimension"):
         kolo.allgather(jnp.float32(1.0))
     with pytest.raises(kolo.KoloValueError, match="root_rank 99 is not a rank"):
         kolo.broadcast(jnp.ones(2), root_rank=99)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_int16_and_bool_reduce_as_in_horovod(rank, size, jit):
+    tree = {"tokens": jnp.asarray([rank, -2, 1000], jnp.int16), "mask": jnp.asarray([rank == 0, True, False])}
+    total = (jax.jit(lambda t: kolo.allreduce(t, op=kolo.Sum, name="i16.bool")) if jit else
+             (lambda t: kolo.allreduce(t, op=kolo.Sum, name="i16.bool")))(tree)
+    assert_tree_equal(total, {"tokens": jnp.asarray([size * (size - 1) // 2, -2 * size, 1000 * size], jnp.int16),
+                              "mask": jnp.asarray([True, True, False])})  # Sum of bools: or
+    both = kolo.allreduce(tree["mask"], op=kolo.Min, name="bool.and")
+    assert_tree_equal(both, jnp.asarray([size == 1, True, False]))
+    scaled = kolo.allreduce(jnp.asarray([3, -3], jnp.int32), op=kolo.Sum, prescale_factor=0.5, name="int.scaled")
+    assert_tree_equal(scaled, jnp.asarray([size, -size], jnp.int32))  # 1.5 and -1.5 truncate toward zero
 
 
 def test_empty_tree_and_scalars(rank, size):

@@ -71,17 +71,53 @@ TEST_P(AllreduceTest, EveryOpEverySizeInPlaceAndOut) {
 
 TEST_P(AllreduceTest, ScaleFactors) {
   const DataType dtype = GetParam();
-  if (!dtype_is_floating(dtype)) GTEST_SKIP() << "scale factors apply to floating-point dtypes only";
   Buffer b = input_for(dtype, 33, ReduceOp::kSum);
   AllreduceOptions o;
   o.op = ReduceOp::kSum;
   o.prescale_factor = 0.5;
   o.postscale_factor = 4.0;
   ASSERT_TRUE(allreduce("ar.scaled", b.view(), b.view(), o).ok());
-  for (size_t i = 0; i < 33; ++i) EXPECT_EQ(b.get(i), 2.0 * expected_reduction(ReduceOp::kSum, i, size(), b));
+  for (size_t i = 0; i < 33; ++i) {
+    if (dtype_is_floating(dtype)) {
+      EXPECT_EQ(b.get(i), 2.0 * expected_reduction(ReduceOp::kSum, i, size(), b));
+      continue;
+    }
+    // Integers, as Horovod scales them: each rank's value times 0.5, truncated, summed, times 4.
+    double sum = 0;
+    for (int r = 0; r < size(); ++r) sum += std::trunc(value(i, r) * 0.5);
+    EXPECT_EQ(b.get(i), sum * 4.0) << "element " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, AllreduceTest, ::testing::ValuesIn(testing::all_dtypes()), testing::dtype_param_name);
+
+// Bools reduce logically: Sum, Average and Max are "or", Min and Product "and"; every other op
+// moves them as they are.
+TEST(Bool, ReductionsAreLogicalAndOtherOpsMoveThem) {
+  const size_t n = 40;
+  auto flag = [](size_t i, int r) { return (i % 4 == 0) || (i % 4 == 1 && r == 0) || (i % 4 == 2 && r != 0); };
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    Buffer b(DataType::kBool, {static_cast<int64_t>(n)});
+    for (size_t i = 0; i < n; ++i) b.set(i, flag(i, rank()));
+    AllreduceOptions o;
+    o.op = op;
+    ASSERT_TRUE(allreduce(std::string("bool.") + reduce_op_name(op), b.view(), b.view(), o).ok());
+    const bool all = op == ReduceOp::kMin || op == ReduceOp::kProduct;
+    for (size_t i = 0; i < n; ++i) {
+      bool expected = all;
+      for (int r = 0; r < size(); ++r) expected = all ? (expected && flag(i, r)) : (expected || flag(i, r));
+      ASSERT_EQ(b.get(i), expected ? 1.0 : 0.0) << reduce_op_name(op) << " element " << i;
+    }
+  }
+  Buffer root(DataType::kBool, {n});
+  for (size_t i = 0; i < n; ++i) root.set(i, flag(i, rank()));
+  ASSERT_TRUE(broadcast("bool.bcast", root.view(), root.view(), 0).ok());
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(root.get(i), flag(i, 0) ? 1.0 : 0.0);
+  Output out;
+  ASSERT_TRUE(allgather("bool.gather", root.view(), &out).ok());
+  EXPECT_EQ(out.view.dtype, DataType::kBool);
+  EXPECT_EQ(out.view.shape, std::vector<int64_t>{static_cast<int64_t>(n) * size()});
+}
 
 TEST(Allreduce, CompressionSendsFloat32In16BitsFusedAndAlone) {
   // Small multiples of 1/2 are exact in 16 bits, so the compressed results equal the uncompressed

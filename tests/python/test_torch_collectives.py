@@ -6,7 +6,7 @@ import kolo.torch as kolo
 from kolo import _core as kolo_core
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
-          torch.int8]
+          torch.int8, torch.int16]
 
 
 def values(n, r, dtype):
@@ -249,3 +249,15 @@ def test_distributed_optimizer_with_a_sparse_embedding_matches_one_process(spars
         opt.step()
     for p, q in zip(m.parameters(), reference.parameters()):
         assert torch.allclose(p, q, atol=1e-6), (p - q).abs().max().item()
+
+
+def test_bools_reduce_logically_and_integers_scale(rank, size):
+    flags = torch.tensor([rank == 0, True, False])
+    assert kolo.allreduce(flags, op=kolo.Sum, name="bool.or").tolist() == [True, True, False]
+    assert kolo.allreduce(flags, op=kolo.Min, name="bool.and").tolist() == [size == 1, True, False]
+    assert kolo.broadcast(flags, root_rank=0, name="bool.bcast").tolist() == [True, True, False]
+    assert kolo.allgather(flags, name="bool.gather").dtype == torch.bool
+    # Integers scale as in Horovod: multiplied in double, truncated toward zero.
+    got = kolo.allreduce(torch.tensor([3, -3], dtype=torch.int32), op=kolo.Sum, prescale_factor=0.5,
+                         postscale_factor=3.0, name="int.scaled")
+    assert got.tolist() == [3 * size, -3 * size]

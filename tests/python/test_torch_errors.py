@@ -17,8 +17,10 @@ def test_shape_that_differs_between_ranks_raises_on_every_rank(rank, size):
 
 
 def test_bad_calls_raise_value_errors_naming_the_tensor(rank):
-    with pytest.raises(kolo.KoloValueError, match="tensor 'flags' on rank %d: input has dtype torch.bool" % rank):
-        kolo.allreduce(torch.zeros(3, dtype=torch.bool), name="flags")
+    with pytest.raises(kolo.KoloValueError, match="tensor 'z' on rank %d: input has dtype torch.complex64" % rank):
+        kolo.allreduce(torch.zeros(3, dtype=torch.complex64), name="z")
+    with pytest.raises(ValueError, match="factors do not apply to bool tensors"):
+        kolo.allreduce(torch.zeros(3, dtype=torch.bool), prescale_factor=2.0, name="flags")
     with pytest.raises(ValueError, match="allreduce of tensor 'strided' on rank %d: input is not contiguous" % rank):
         kolo.allreduce_(torch.zeros(4, 4).t(), name="strided")
     with pytest.raises(ValueError, match="root rank 99 is outside"):

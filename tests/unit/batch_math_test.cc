@@ -18,8 +18,8 @@ namespace {
 using batch::kChunkElements;
 
 std::vector<DataType> all_dtypes() {
-  return {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,   DataType::kInt64,
-          DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+  return {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,   DataType::kInt32,  DataType::kInt64,
+          DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool};
 }
 
 // Random bytes that are valid, finite values of `dtype` (no NaN: its payload is not an equality).
@@ -35,6 +35,7 @@ std::vector<char> random_values(DataType dtype, int64_t count, std::mt19937* rng
       case DataType::kBFloat16: { const uint16_t h = float_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
       case DataType::kFloat32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
       case DataType::kFloat64: std::memcpy(p, &v, 8); break;
+      case DataType::kBool: *p = static_cast<char>(byte(*rng) & 1); break;
       default:
         for (size_t k = 0; k < dtype_size(dtype); ++k) p[k] = static_cast<char>(byte(*rng));
     }
@@ -111,8 +112,9 @@ TEST_P(BatchCopy, PackAndUnpackWithScalingMatchTheCpuPath) {
     pack.push_back(CopyPiece{inputs[i].data(), fused.data() + at * static_cast<int64_t>(elem), counts[i]});
     at += counts[i];
   }
-  const bool floating = dtype_is_floating(dtype);
-  CopyTransform pre{dtype, dtype, floating ? 0.375 : 1.0, 1, ReduceOp::kSum};
+  // Integers scale too (multiplied in double, truncated); bools never do.
+  const bool scaled = dtype != DataType::kBool;
+  CopyTransform pre{dtype, dtype, scaled ? 0.375 : 1.0, 1, ReduceOp::kSum};
   ASSERT_TRUE(batch::batched_copy_on_host(pack, pre).ok());
 
   std::vector<char> expected(fused.size());
@@ -125,7 +127,7 @@ TEST_P(BatchCopy, PackAndUnpackWithScalingMatchTheCpuPath) {
   ASSERT_EQ(std::memcmp(fused.data(), expected.data(), static_cast<size_t>(total) * elem), 0);
 
   // Unpack with the scaling of an Average over 3 ranks and a postscale of 1.5.
-  const Scaling post = post_scaling(dtype, ReduceOp::kAverage, floating ? 1.5 : 1.0, 3);
+  const Scaling post = post_scaling(dtype, ReduceOp::kAverage, scaled ? 1.5 : 1.0, 3);
   std::vector<std::vector<char>> outputs;
   std::vector<CopyPiece> unpack;
   at = 0;
@@ -203,6 +205,22 @@ TEST(BatchMath, CompressionCastsFloat32To16BitsAndBackAsTheConversionsDo) {
                                          CopyTransform{DataType::kInt32, DataType::kFloat16, 1.0, 1, ReduceOp::kSum});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "a batched copy cannot turn int32 into float16");
+}
+
+TEST(BatchMath, Int16TravelsAsInt32AndBack) {
+  std::vector<int16_t> v = {-32768, -1, 0, 7, 32767};
+  std::vector<int32_t> wide(v.size());
+  std::vector<int16_t> back(v.size());
+  const int64_t n = static_cast<int64_t>(v.size());
+  ASSERT_TRUE(batch::batched_copy_on_host({CopyPiece{v.data(), wide.data(), n}},
+                                          CopyTransform{DataType::kInt16, DataType::kInt32, 1.0, 1, ReduceOp::kSum})
+                  .ok());
+  EXPECT_EQ(wide, (std::vector<int32_t>{-32768, -1, 0, 7, 32767}));
+  wide[4] = 32767 + 3;  // a sum past int16's range wraps back as it would have in int16
+  ASSERT_TRUE(batch::batched_copy_on_host({CopyPiece{wide.data(), back.data(), n}},
+                                          CopyTransform{DataType::kInt32, DataType::kInt16, 1.0, 1, ReduceOp::kSum})
+                  .ok());
+  EXPECT_EQ(back, (std::vector<int16_t>{-32768, -1, 0, 7, -32766}));
 }
 
 TEST(BatchMath, IntegerAveragesTruncateTowardZeroAsC) {

@@ -29,8 +29,8 @@ TEST(Validation, BadTensorsNameTheTensorAndRank) {
   TensorView bad = floats(a, {12});
   bad.dtype = static_cast<DataType>(42);
   EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), bad, bad, ReduceOp::kSum, 1, 1)),
-            "allreduce of tensor 'w' on rank 1: input has an unsupported dtype (42); kolo supports uint8, int8, int32, "
-            "int64, float16, bfloat16, float32, float64");
+            "allreduce of tensor 'w' on rank 1: input has an unsupported dtype (42); kolo supports uint8, int8, int16, "
+            "int32, int64, float16, bfloat16, float32, float64, bool");
   TensorView strided = floats(a, {3, 2});
   strided.strides = {1, 3};
   EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), strided, strided, ReduceOp::kSum, 1, 1)),
@@ -46,9 +46,12 @@ TEST(Validation, BadTensorsNameTheTensorAndRank) {
   EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), floats(a, {-2}), floats(b, {-2}), ReduceOp::kSum, 1, 1)),
             "allreduce of tensor 'w' on rank 1: input has a negative dimension in shape [-2]");
   int32_t ints[4];
-  EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), cpu_view(ints, {4}), cpu_view(ints, {4}), ReduceOp::kSum, 2, 1)),
-            "allreduce of tensor 'w' on rank 1: prescale and postscale factors apply to floating-point tensors only, "
-            "not int32");
+  EXPECT_TRUE(validate_allreduce(site(OpKind::kAllreduce), cpu_view(ints, {4}), cpu_view(ints, {4}), ReduceOp::kSum, 2, 1)
+                  .ok());  // integers scale too, as in Horovod
+  bool flags[4];
+  EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), cpu_view(flags, {4}), cpu_view(flags, {4}), ReduceOp::kSum, 2, 1)),
+            "allreduce of tensor 'w' on rank 1: prescale and postscale factors do not apply to bool tensors (their "
+            "reductions are logical)");
   EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), floats(a, {4}), floats(a, {4}), static_cast<ReduceOp>(9), 1, 1)),
             "allreduce of tensor 'w' on rank 1: unknown reduce op 9");
   TensorView gpu = floats(a, {4});

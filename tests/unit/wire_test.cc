@@ -110,7 +110,7 @@ TEST(Wire, RejectsMalformedFields) {
   bad.shape = {int64_t{1} << 40, int64_t{1} << 40};  // element count overflows
   EXPECT_FALSE(decode_requests(encode_requests({bad}), &q).ok());
   bad = sample_request();
-  bad.dtype = static_cast<DataType>(8);
+  bad.dtype = static_cast<DataType>(kNumDataTypes);
   EXPECT_FALSE(decode_requests(encode_requests({bad}), &q).ok());
   bad = sample_request();
   bad.prescale = std::numeric_limits<double>::quiet_NaN();

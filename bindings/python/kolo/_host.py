@@ -6,8 +6,9 @@ import numpy as np
 from kolo import _core
 from kolo._core import _C
 
-_CODES = {"uint8": _core.UINT8, "int8": _core.INT8, "int32": _core.INT32, "int64": _core.INT64,
-          "float16": _core.FLOAT16, "bfloat16": _core.BFLOAT16, "float32": _core.FLOAT32, "float64": _core.FLOAT64}
+_CODES = {"uint8": _core.UINT8, "int8": _core.INT8, "int16": _core.INT16, "int32": _core.INT32, "int64": _core.INT64,
+          "float16": _core.FLOAT16, "bfloat16": _core.BFLOAT16, "float32": _core.FLOAT32, "float64": _core.FLOAT64,
+          "bool": _core.BOOL}
 
 
 def _describe(array, name):

@@ -27,7 +27,7 @@ class DeviceAllreduce : public DeviceCollective {
 
  protected:
   Status enqueue(CollectiveCall& call, DeviceWork& work) override {
-    const bool packed = hierarchical_ || call.pieces.size() > 1 || call.wire_dtype != call.dtype;
+    const bool packed = hierarchical_ || call.pieces.size() > 1 || reduced_as(call) != call.dtype;
     return packed ? fused(call, work) : alone(call, work);
   }
 
@@ -42,11 +42,10 @@ class DeviceAllreduce : public DeviceCollective {
     const int contributors = call.contributors > 0 ? call.contributors : context_.mpi().topology().size;
     const Scaling post = post_scaling(d, call.reduce_op, call.postscale, contributors);
     Scalings s;
-    const DataType w = call.wire_dtype;
-    s.pre = CopyTransform{d, w, dtype_is_floating(d) ? call.prescale : 1.0, 1, call.reduce_op};
+    const DataType w = reduced_as(call);
+    s.pre = CopyTransform{d, w, call.prescale, 1, call.reduce_op};
     s.post = CopyTransform{w, d, post.factor, post.divisor, call.reduce_op};
-    // An Average is a sum divided afterwards, as on the CPU, so integers truncate alike.
-    s.op = call.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : call.reduce_op;
+    s.op = library_op(d, call.reduce_op);
     return s;
   }
 
@@ -76,7 +75,8 @@ class DeviceAllreduce : public DeviceCollective {
 
   Status fused(CollectiveCall& call, DeviceWork& work) {
     const int64_t in_elem = static_cast<int64_t>(dtype_size(call.dtype));
-    const int64_t elem = static_cast<int64_t>(dtype_size(call.wire_dtype));  // in the buffer
+    const DataType wire = reduced_as(call);
+    const int64_t elem = static_cast<int64_t>(dtype_size(wire));  // in the buffer
     const Scalings sc = scalings_of(call);
     std::vector<CopyPiece> pack, unpack;
     pack.reserve(call.pieces.size());
@@ -105,8 +105,8 @@ class DeviceAllreduce : public DeviceCollective {
     DeviceBackend& b = context_.backend();
     s = b.batched_copy(pack, sc.pre, context_.stream());
     if (s.ok()) s = work.mark(Phase::kPack);
-    if (s.ok()) s = hierarchical_ ? reduce_hierarchically(base, total, call.wire_dtype, sc.op, work)
-                                  : reduce_flat(base, total, call.wire_dtype, sc.op, work);
+    if (s.ok()) s = hierarchical_ ? reduce_hierarchically(base, total, wire, sc.op, work)
+                                  : reduce_flat(base, total, wire, sc.op, work);
     if (s.ok()) s = work.mark(Phase::kCollective);
     if (s.ok()) s = b.batched_copy(unpack, sc.post, context_.stream());
     if (s.ok()) s = work.mark(Phase::kUnpack);

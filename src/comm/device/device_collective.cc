@@ -16,6 +16,15 @@ Status DeviceCollective::run(CollectiveCall& call, PhaseLog& log, std::unique_pt
   return Status::OK();
 }
 
+DataType DeviceCollective::reduced_as(const CollectiveCall& call) {
+  return call.wire_dtype == DataType::kInt16 ? DataType::kInt32 : call.wire_dtype;
+}
+
+ReduceOp DeviceCollective::library_op(DataType dtype, ReduceOp op) {
+  const ReduceOp r = reduction_for(dtype, op);
+  return r == ReduceOp::kAverage ? ReduceOp::kSum : r;
+}
+
 Status DeviceCollective::comm(DeviceContext::Group group, DeviceWork& work, DeviceComm** out) {
   Status s = context_.comm(group, out);
   if (s.ok()) work.uses(*out);

@@ -108,7 +108,7 @@ class MpiAllreduce : public Collective {
 
     const MPI_Datatype type = mpi_.datatype(wire);
     const MPI_Op op = mpi_.op(wire, call.reduce_op);
-    const Scaling pre{dtype_is_floating(dtype) ? call.prescale : 1.0, 1};
+    const Scaling pre{call.prescale, 1};
     // Joined ranks contributed the identity; an average is over the ranks that contributed.
     const int contributors = call.contributors > 0 ? call.contributors : mpi_.topology().size;
     const Scaling post = post_scaling(dtype, call.reduce_op, call.postscale, contributors);

@@ -85,7 +85,7 @@ MPI_Op MpiContext::op(DataType dtype, ReduceOp op) const {
   if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
     return half_ops_[dtype == DataType::kFloat16 ? 0 : 1][static_cast<int>(op)];
   }
-  return mpi_builtin_op(op);
+  return mpi_builtin_op(reduction_for(dtype, op));
 }
 
 }  // namespace kolo

@@ -32,7 +32,7 @@ class MpiReducescatter : public Collective {
       counts[q] = static_cast<int>(n);
     }
     const void* send = p.in;
-    const bool prescaled = dtype_is_floating(dtype) && call.prescale != 1.0;
+    const bool prescaled = call.prescale != 1.0;
     if (prescaled) {
       // The input is the caller's: scale a copy.
       scratch_.resize(static_cast<size_t>(call.size_bytes()));

@@ -20,9 +20,9 @@ from kolo.jax import _ffi
 
 Sum, Average, Min, Max, Product = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT
 
-_SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.int32, jnp.int64, jnp.float16, jnp.bfloat16,
-                                          jnp.float32, jnp.float64))
-_SUPPORTED_TEXT = "uint8, int8, int32, int64, float16, bfloat16, float32, float64"
+_SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.float16,
+                                          jnp.bfloat16, jnp.float32, jnp.float64, jnp.bool_))
+_SUPPORTED_TEXT = "uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, bool"
 # Unnamed calls are numbered in call (or trace) order, which is the same on every rank running
 # the same program; pass name= where ranks could trace functions in different orders.
 _counter = itertools.count()
@@ -37,13 +37,11 @@ def _rank():
 
 
 # Collectives that only move bytes (broadcast, allgather) carry other dtypes as a supported dtype
-# of the same width: Keras' uint32 seed-generator state, boolean masks, int16 tokens.
+# of the same width: Keras' uint32 seed-generator state, uint16 tokens.
 _SAME_WIDTH = {1: jnp.dtype(jnp.uint8), 2: jnp.dtype(jnp.float16), 4: jnp.dtype(jnp.int32), 8: jnp.dtype(jnp.int64)}
 
 
 def _as_bits(leaf):
-    if leaf.dtype == jnp.bool_:
-        return leaf.astype(jnp.uint8)
     carrier = _SAME_WIDTH.get(leaf.dtype.itemsize)
     if carrier is None or jnp.issubdtype(leaf.dtype, jnp.complexfloating):
         return None
@@ -53,8 +51,6 @@ def _as_bits(leaf):
 def _from_bits(leaf, dtype):
     if dtype is None:
         return leaf
-    if dtype == jnp.bool_:
-        return leaf.astype(jnp.bool_)
     return jax.lax.bitcast_convert_type(leaf, dtype)
 
 
@@ -123,15 +119,16 @@ def _check_scaling(leaves, names, prescale_factor, postscale_factor):
     if prescale_factor == 1.0 and postscale_factor == 1.0:
         return
     for leaf, leaf_name in zip(leaves, names):
-        if not jnp.issubdtype(leaf.dtype, jnp.floating):
-            raise KoloValueError("tensor '%s' on rank %d: prescale and postscale factors apply to floating-point "
-                                 "tensors only, not %s" % (leaf_name, _rank(), leaf.dtype), _core.INVALID_ARGUMENT)
+        if leaf.dtype == jnp.bool_:
+            raise KoloValueError("tensor '%s' on rank %d: prescale and postscale factors do not apply to bool "
+                                 "tensors (their reductions are logical)" % (leaf_name, _rank()), _core.INVALID_ARGUMENT)
 
 
 def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces every leaf of `tree` (an array or any pytree of arrays) across ranks and returns a
-    tree of the results. op: Average (the default; integers truncate), Sum, Min, Max or Product.
-    The factors multiply before and after the reduction (floating-point leaves only)."""
+    tree of the results. op: Average (the default; integers truncate), Sum, Min, Max or Product;
+    bools reduce logically (Sum, Average, Max: or; Min, Product: and). The factors multiply before
+    and after the reduction (integers: truncated; not for bools)."""
     _, leaves, names, _, treedef = _flatten(tree, name, "allreduce")
     if not leaves:
         return tree

@@ -21,12 +21,14 @@ _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "P
 _DTYPES = {
     torch.uint8: _core.UINT8,
     torch.int8: _core.INT8,
+    torch.int16: _core.INT16,
     torch.int32: _core.INT32,
     torch.int64: _core.INT64,
     torch.float16: _core.FLOAT16,
     torch.bfloat16: _core.BFLOAT16,
     torch.float32: _core.FLOAT32,
     torch.float64: _core.FLOAT64,
+    torch.bool: _core.BOOL,
 }
 
 _handles = _core.Handles()
@@ -52,8 +54,8 @@ def _describe(tensor, name, role="input"):
     code = _DTYPES.get(tensor.dtype)
     if code is None:
         raise KoloValueError(
-            "tensor '%s' on rank %d: %s has dtype %s; kolo supports uint8, int8, int32, int64, float16, "
-            "bfloat16, float32, float64" % (name or "(unnamed)", _C.rank(), role, tensor.dtype),
+            "tensor '%s' on rank %d: %s has dtype %s; kolo supports uint8, int8, int16, int32, int64, float16, "
+            "bfloat16, float32, float64, bool" % (name or "(unnamed)", _C.rank(), role, tensor.dtype),
             _core.INVALID_ARGUMENT)
     if tensor.is_cuda:
         device_type, index = _core.CUDA, tensor.device.index
