@@ -217,3 +217,53 @@ def test_allreduce_gradient_is_the_allreduce_of_the_gradients(rank, size, jit):
         assert_tree_equal(g, jnp.full((3,), expected, jnp.float32))
     with pytest.raises(NotImplementedError, match="kolo differentiates Sum and Average allreduces, not Max"):
         jax.grad(lambda v: jnp.sum(kolo.allreduce(v, op=kolo.Max, name="ad.max")))(x)
+
+
+def my_block(total, rank, size):
+    """This rank's rows of a reducescatter: the first total % size ranks hold one more."""
+    counts = [total // size + (r < total % size) for r in range(size)]
+    start = sum(counts[:rank])
+    return start, start + counts[rank]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("jit", [False, True])
+def test_reducescatter_sum_and_average_uneven_rows(rank, size, dtype, jit):
+    # 5 rows: uneven blocks at 2 and 3 ranks.
+    tree = {"x": jnp.asarray(np.arange(10).reshape(5, 2) + 2 * rank, dtype), "y": jnp.full((7,), rank + 1, dtype)}
+    total_x = size * np.arange(10).reshape(5, 2) + 2 * sum(range(size))
+    total_y = np.full((7,), sum(r + 1 for r in range(size)))
+    bx, by = my_block(5, rank, size), my_block(7, rank, size)
+    for op, divide in ((kolo.Sum, 1), (kolo.Average, size)):
+        fn = lambda t, op=op: kolo.reducescatter(t, op=op, name="rs.%d" % op)  # noqa: E731
+        out = (jax.jit(fn) if jit else fn)(tree)
+        # Integers average by truncating division, as elsewhere in kolo.
+        expect = {"x": total_x[bx[0]:bx[1]] // divide if dtype == jnp.int32 else total_x[bx[0]:bx[1]] / divide,
+                  "y": total_y[by[0]:by[1]] // divide if dtype == jnp.int32 else total_y[by[0]:by[1]] / divide}
+        assert_tree_equal(out, {k: jnp.asarray(v, dtype) for k, v in expect.items()})
+
+
+def test_reducescatter_scaling_and_errors(rank, size):
+    out = kolo.reducescatter(jnp.ones((size * 2, 3)), op=kolo.Sum, prescale_factor=2.0, postscale_factor=0.25)
+    assert_tree_equal(out, jnp.full((2, 3), size * 0.5, jnp.float32))
+    with pytest.raises(kolo.KoloValueError, match="tensor 'scalar' on rank %d: reducescatter needs at least one "
+                                                  "dimension" % rank):
+        kolo.reducescatter(jnp.float32(1.0), name="scalar")
+    with pytest.raises(kolo.KoloValueError, match="reducescatter reduces with Average or Sum"):
+        kolo.reducescatter(jnp.ones((2,)), op=kolo.Max, name="max")
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_reducescatter_gradient_gathers_the_blocks_gradients(rank, size, jit):
+    # loss on rank r: sum of (its block * (r + 1)). d/dx of the total over ranks: row i gets the weight
+    # of the rank holding i, divided by size for Average.
+    x = jnp.arange(10, dtype=jnp.float32).reshape(5, 2)
+    for op, divide in ((kolo.Sum, 1.0), (kolo.Average, float(size))):
+        def loss(v, op=op):
+            return jnp.sum(kolo.reducescatter(v, op=op, name="ad.rs.%d" % op, prescale_factor=3.0) * (rank + 1))
+        grad = jax.grad(loss)
+        g = (jax.jit(grad) if jit else grad)(x)
+        weights = np.concatenate([np.full(my_block(5, r, size)[1] - my_block(5, r, size)[0], r + 1.0)
+                                  for r in range(size)])
+        want = np.repeat(weights[:, None], 2, axis=1) * 3.0 / divide
+        np.testing.assert_array_equal(np.asarray(g), want.astype(np.float32))

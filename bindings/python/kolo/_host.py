@@ -20,13 +20,16 @@ def _describe(array, name):
 
 
 def _wait_all(handles):
-    error = None
-    for h in handles:  # wait for every one, even after a failure, so none is left behind
-        code, message, _ = _C.wait(h)
+    """Waits for every handle, even after a failure, so none is left behind; returns their outputs."""
+    error, outputs = None, []
+    for h in handles:
+        code, message, output = _C.wait(h)
+        outputs.append(output)
         if code != _core.OK and error is None:
             error = _core.error_for(code, message)
     if error is not None:
         raise error
+    return outputs
 
 
 def allreduce(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0):
@@ -52,5 +55,38 @@ def broadcast(arrays, names, root_rank):
     inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
     outputs = [np.empty_like(a) for a in inputs]
     _wait_all([_C.broadcast_async(n, _describe(_as_bits(i), n), _describe(_as_bits(o), n), root_rank)
+               for i, o, n in zip(inputs, outputs, names)])
+    return outputs
+
+
+def _check_rows(arrays, names, op):
+    for array, name in zip(arrays, names):
+        if array.ndim == 0:
+            raise _core.KoloValueError("tensor '%s' on rank %d: %s needs at least one dimension (the rows); reshape "
+                                       "a scalar to (1,)" % (name, _C.rank(), op), _core.INVALID_ARGUMENT)
+
+
+def allgather(arrays, names):
+    """Every rank's rows (first dimension, which may differ per rank) concatenated in rank order."""
+    inputs = [np.asarray(a, order="C") for a in arrays]
+    _check_rows(inputs, names, "allgather")
+    carried = [_as_bits(i) for i in inputs]
+    outputs = _wait_all([_C.allgather_async(n, _describe(c, n)) for c, n in zip(carried, names)])
+    results = []
+    for out, array, carrier in zip(outputs, inputs, carried):
+        shape = tuple(out.shape)
+        data = np.empty(shape, carrier.dtype) if out.size_bytes == 0 else \
+            np.frombuffer(out, carrier.dtype).reshape(shape)  # over kolo's buffer, which it keeps alive
+        results.append(data.view(array.dtype))
+    return results
+
+
+def reducescatter(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0):
+    """Each array reduced over ranks; this rank gets its block of rows (kolo_reducescatter_rows)."""
+    inputs = [np.asarray(a, order="C") for a in arrays]
+    _check_rows(inputs, names, "reducescatter")
+    outputs = [np.empty((_C.reducescatter_rows(a.shape[0], _C.rank(), _C.size()),) + a.shape[1:], a.dtype)
+               for a in inputs]
+    _wait_all([_C.reducescatter_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor)
                for i, o, n in zip(inputs, outputs, names)])
     return outputs

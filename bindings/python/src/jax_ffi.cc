@@ -1,4 +1,4 @@
-// kolo.jax's XLA FFI handlers: allreduce, allgather and broadcast of a group of buffers, as custom
+// kolo.jax's XLA FFI handlers: allreduce, allgather, broadcast and reducescatter of a group of buffers, as custom
 // calls inside compiled JAX programs. XLA hands over the buffers it owns; each is enqueued into
 // kolo's engine under its own name (so a pytree's leaves are negotiated and fused together).
 // On the CPU the handler returns once all are done. On a GPU (the *_cuda handlers) kolo's work
@@ -161,6 +161,14 @@ ffi::Error broadcast_at(const Place& place, std::string_view names, int32_t root
   });
 }
 
+// XLA allocated each result with this rank's rows of the scattered sum (kolo_reducescatter_rows).
+ffi::Error reducescatter_at(const Place& place, std::string_view names, int32_t op, double prescale, double postscale,
+                            ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
+    return kolo_reducescatter_async(name, in, out, op, prescale, postscale, nullptr, nullptr);
+  });
+}
+
 // XLA allocated the allgather's result when the program was traced: every rank's rows times the
 // rank count. kolo's allocation request is answered with that buffer when the shapes agree.
 struct GatherTarget {
@@ -254,6 +262,15 @@ ffi::Error allgather_cuda_impl(void* stream, int32_t ordinal, std::string_view n
   return allgather_at(on_gpu(stream, ordinal), names, check_rows, args, rets);
 }
 
+ffi::Error reducescatter_impl(std::string_view names, int32_t op, double prescale, double postscale,
+                              ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return reducescatter_at(Place{}, names, op, prescale, postscale, args, rets);
+}
+ffi::Error reducescatter_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t op, double prescale,
+                                   double postscale, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return reducescatter_at(on_gpu(stream, ordinal), names, op, prescale, postscale, args, rets);
+}
+
 }  // namespace
 
 // Each handler's attributes, behind the context XLA passes: nothing on the CPU; on a GPU its stream
@@ -263,6 +280,7 @@ namespace {
 ffi::Binding<ffi::ExecutionStage::kExecute> on_cpu() { return ffi::Ffi::Bind(); }
 auto on_cuda() { return ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>().Ctx<ffi::DeviceOrdinal>(); }
 
+// allreduce and reducescatter: names, op and the two factors.
 template <typename B>
 auto allreduce_attrs(B b) {
   return std::move(b).template Attr<std::string_view>("names")
@@ -291,3 +309,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather, allgather_impl, allgather_attr
 XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allreduce_cuda, allreduce_cuda_impl, allreduce_attrs(on_cuda()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_broadcast_cuda, broadcast_cuda_impl, broadcast_attrs(on_cuda()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_allgather_cuda, allgather_cuda_impl, allgather_attrs(on_cuda()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_reducescatter, reducescatter_impl, allreduce_attrs(on_cpu()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kolo_jax_reducescatter_cuda, reducescatter_cuda_impl, allreduce_attrs(on_cuda()));

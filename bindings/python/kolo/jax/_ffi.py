@@ -1,5 +1,5 @@
 """kolo's XLA FFI handlers (src/jax_ffi.cc), loaded once and registered with JAX as custom-call
-targets "kolo_allreduce", "kolo_allgather" and "kolo_broadcast": for the CPU platform, and for the
+targets "kolo_allreduce", "kolo_allgather", "kolo_broadcast" and "kolo_reducescatter": for the CPU platform, and for the
 CUDA platform where JAX has GPUs (the handlers then take XLA's stream)."""
 import ctypes
 import os
@@ -9,7 +9,7 @@ import jax
 
 _lock = threading.Lock()
 _registered = False
-OPS = ("allreduce", "allgather", "broadcast")
+OPS = ("allreduce", "allgather", "broadcast", "reducescatter")
 
 
 def _has_gpus():

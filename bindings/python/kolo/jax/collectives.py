@@ -198,6 +198,61 @@ def allgather(tree, name=None):
     return jax.tree_util.tree_unflatten(treedef, [_from_bits(o, d) for o, d in zip(outs, carried)])
 
 
+def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces every leaf across ranks (Average, the default, or Sum) and gives each rank its block of
+    the result's rows: rank r gets kolo_reducescatter_rows(rows, r, size) rows, the first rows % size
+    ranks one more. Every rank gives the same shape. Differentiable: the gradient is the allgather
+    of the result's gradients, scaled as the forward was."""
+    _, leaves, names, _, treedef = _flatten(tree, name, "reducescatter")
+    if not leaves:
+        return tree
+    if op not in (Sum, Average):
+        raise KoloValueError("tensor '%s' on rank %d: reducescatter reduces with Average or Sum, not op %r"
+                             % (names[0], _rank(), op), _core.INVALID_ARGUMENT)
+    for leaf, leaf_name in zip(leaves, names):
+        if leaf.ndim == 0:
+            raise KoloValueError("tensor '%s' on rank %d: reducescatter needs at least one dimension (the rows it "
+                                 "scatters); reshape a scalar to (1,)" % (leaf_name, _rank()), _core.INVALID_ARGUMENT)
+    _check_scaling(leaves, names, prescale_factor, postscale_factor)
+    outs = _scatter(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor))
+    return jax.tree_util.tree_unflatten(treedef, list(outs))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4))
+def _scatter(leaves, names, op, prescale, postscale):
+    rank, ranks = _core.rank(), _core.size()
+    results = [jax.ShapeDtypeStruct((_core._C.reducescatter_rows(leaf.shape[0], rank, ranks),) + tuple(leaf.shape[1:]),
+                                    leaf.dtype) for leaf in leaves]
+    return tuple(_call("reducescatter", list(leaves), results, list(names), op=np.int32(op),
+                       prescale=np.float64(prescale), postscale=np.float64(postscale)))
+
+
+def _scatter_forward(leaves, names, op, prescale, postscale):
+    # The inputs' row counts, for the gradients' shapes, carried as empty arrays of that many rows.
+    rows = tuple(jnp.empty((leaf.shape[0], 0), jnp.int8) for leaf in leaves)
+    return _scatter(leaves, names, op, prescale, postscale), rows
+
+
+def _scatter_backward(names, op, prescale, postscale, rows, cotangents):
+    # Each input row reached every rank's loss through the one rank holding its block: the gradient
+    # of an input is that block's gradient, gathered, times the forward's scaling (and 1/size for
+    # Average).
+    scale = prescale * postscale / (_core.size() if op == Average else 1)
+    floating = [i for i, ct in enumerate(cotangents) if ct.dtype != jax.dtypes.float0]
+    grads = list(cotangents)
+    if floating:
+        gathered = _call("allgather", [cotangents[i] for i in floating],
+                         [jax.ShapeDtypeStruct((rows[i].shape[0],) + cotangents[i].shape[1:],
+                                               cotangents[i].dtype) for i in floating],
+                         [names[i] + ".grad" for i in floating], check_rows=np.int32(0))
+        for i, g in zip(floating, gathered):
+            grads[i] = g * jnp.asarray(scale, g.dtype) if scale != 1.0 else g
+    return (tuple(grads),)
+
+
+_scatter.defvjp(_scatter_forward, _scatter_backward)
+
+
 def broadcast(tree, root_rank=0, name=None):
     """Every leaf of `tree` as it is on `root_rank`, on every rank. Any dtype that is not complex
     travels (as bits of the same width where kolo lacks it)."""
@@ -227,4 +282,4 @@ def barrier():
 
 
 __all__ = ["Sum", "Average", "Min", "Max", "Product", "KoloError", "KoloValueError", "allreduce", "allgather",
-           "broadcast", "broadcast_variables", "barrier"]
+           "broadcast", "reducescatter", "broadcast_variables", "barrier"]

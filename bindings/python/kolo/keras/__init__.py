@@ -11,14 +11,20 @@ from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError
                         cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
                         local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
                         rocm_built, shutdown, size, start_timeline, stop_timeline)
-from kolo.keras.callbacks import (BroadcastGlobalVariablesCallback, LearningRateWarmupCallback,
-                                  MetricAverageCallback)
+from kolo.keras import callbacks
+from kolo.keras.callbacks import (BestModelCheckpoint, BroadcastGlobalVariablesCallback, LearningRateScheduleCallback,
+                                  LearningRateWarmupCallback, MetricAverageCallback)
 from kolo.keras.compression import Compression
-from kolo.keras.optimizer import DistributedOptimizer
-from kolo.keras._backend import Average, Sum, allreduce, broadcast
+from kolo.keras.functions import (allgather, allreduce, broadcast, broadcast_global_variables, broadcast_variables,
+                                  reducescatter)
+from kolo.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer
+from kolo.keras.saving import load_model
+from kolo.keras._backend import Average, Sum
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
            "cross_rank", "mpi_threads_supported", "DistributedOptimizer", "BroadcastGlobalVariablesCallback",
-           "MetricAverageCallback", "LearningRateWarmupCallback", "Compression", "Average", "Sum", "allreduce",
-           "broadcast", "KoloError", "KoloValueError"]
+           "MetricAverageCallback", "LearningRateWarmupCallback", "LearningRateScheduleCallback", "BestModelCheckpoint",
+           "PartialDistributedOptimizer", "Compression", "Average", "Sum", "allreduce", "allgather", "broadcast",
+           "reducescatter", "broadcast_global_variables", "broadcast_variables", "load_model", "callbacks",
+           "KoloError", "KoloValueError"]
 __all__ += ["HorovodInternalError"] + list(QUERIES)

@@ -1,5 +1,6 @@
 """The collectives kolo.keras needs, for the Keras backend in use: kolo.jax's custom calls on JAX,
-tf.numpy_function over kolo's host path on TensorFlow (both with kolo.jax's signatures)."""
+tf.numpy_function over kolo's host path on TensorFlow (both with kolo.jax's signatures). Horovod's
+signatures are kolo.keras.functions'; these are what the optimizer and callbacks call."""
 import itertools
 
 import keras
@@ -42,3 +43,14 @@ def allreduce(value, name=None, op=Average, prescale_factor=1.0, postscale_facto
 def broadcast(value, root_rank=0, name=None):
     """`value` as root_rank has it, on every rank."""
     return _collectives().broadcast(value, root_rank=root_rank, name=_named(name, "broadcast"))
+
+
+def allgather(value, name=None):
+    """Every rank's rows (first dimension) concatenated in rank order."""
+    return _collectives().allgather(value, name=_named(name, "allgather"))
+
+
+def reducescatter(value, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+    """`value` reduced over the ranks; this rank gets its block of the rows."""
+    return _collectives().reducescatter(value, op=op, name=_named(name, "reducescatter"),
+                                        prescale_factor=prescale_factor, postscale_factor=postscale_factor)

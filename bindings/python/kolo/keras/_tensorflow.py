@@ -6,9 +6,10 @@ import keras
 import tensorflow as tf
 
 from kolo import _host
+from kolo._core import _C
 
 
-def _run(tree, name, collective):
+def _run(tree, name, collective, shape_of=lambda shape: shape):
     pairs = keras.tree.flatten_with_path(tree)
     if not pairs:
         return tree
@@ -22,7 +23,7 @@ def _run(tree, name, collective):
         outs = tf.numpy_function(lambda *arrays: tuple(collective(arrays, names)), leaves,
                                  Tout=[leaf.dtype for leaf in leaves], stateful=True, name="kolo")
     for out, leaf in zip(outs, leaves):
-        out.set_shape(leaf.shape)
+        out.set_shape(shape_of(leaf.shape))
     return keras.tree.pack_sequence_as(tree, outs)
 
 
@@ -32,3 +33,19 @@ def allreduce(tree, op, name, prescale_factor=1.0, postscale_factor=1.0):
 
 def broadcast(tree, root_rank, name):
     return _run(tree, name, lambda arrays, names: _host.broadcast(arrays, names, root_rank))
+
+
+def allgather(tree, name):
+    # The rows gathered are known only when it runs (ranks may give different counts).
+    return _run(tree, name, _host.allgather, lambda shape: tf.TensorShape([None]).concatenate(shape[1:]))
+
+
+def reducescatter(tree, op, name, prescale_factor=1.0, postscale_factor=1.0):
+    rank, size = _C.rank(), _C.size()
+
+    def block(shape):
+        rows = shape[0]
+        return tf.TensorShape([None if rows is None else _C.reducescatter_rows(rows, rank, size)]).concatenate(
+            shape[1:])
+    return _run(tree, name, lambda arrays, names: _host.reducescatter(arrays, names, op, prescale_factor,
+                                                                     postscale_factor), block)
