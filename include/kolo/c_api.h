@@ -42,7 +42,7 @@ typedef enum {
   KOLO_BOOL = 9
 } kolo_dtype;
 
-typedef enum { KOLO_SUM = 0, KOLO_AVERAGE = 1, KOLO_MIN = 2, KOLO_MAX = 3, KOLO_PRODUCT = 4 } kolo_reduce_op;
+typedef enum { KOLO_SUM = 0, KOLO_AVERAGE = 1, KOLO_MIN = 2, KOLO_MAX = 3, KOLO_PRODUCT = 4, KOLO_ADASUM = 5 } kolo_reduce_op;
 
 typedef enum { KOLO_CPU = 0, KOLO_CUDA = 1 } kolo_device_type;
 

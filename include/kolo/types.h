@@ -25,8 +25,12 @@ enum class ReduceOp : int32_t {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  // Adaptive summation (Maleki et al., "Scaling Distributed Training with Adaptive Summation", 2021):
+  // pairs of ranks' tensors a, b combine as (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b, per tensor,
+  // up a binary tree of the ranks (recursive halving). Floating-point tensors only.
+  kAdasum = 5,
 };
-constexpr int kNumReduceOps = 5;
+constexpr int kNumReduceOps = 6;
 KOLO_EXPORT const char* reduce_op_name(ReduceOp op);
 // The op a reduction of `dtype` runs as: bools reduce logically, Sum, Average and Max as "or",
 // Min and Product as "and" (on 0 and 1 these are Max and Min); other dtypes keep their op.

@@ -79,6 +79,7 @@ Status Runtime::init(const Settings& overrides) {
   }
   registry->add(hierarchical_allreduce ? make_mpi_hierarchical_allreduce(*context_, tuning)
                                        : make_mpi_allreduce(*context_, tuning));
+  registry->add(make_mpi_adasum(*context_));
   registry->add(config.hierarchical_allgather ? make_mpi_hierarchical_allgather(*context_)
                                               : make_mpi_allgather(*context_));
   registry->add(make_mpi_broadcast(*context_, tuning));
@@ -117,6 +118,7 @@ void Runtime::add_device_collectives(const Config& config, bool hierarchical_all
   device_ = std::make_shared<DeviceContext>(backend_, *context_);
   DeviceContext& d = *device_;
   registry->add(hierarchical_allreduce ? make_device_hierarchical_allreduce(d) : make_device_allreduce(d));
+  registry->add(make_device_adasum(d));
   registry->add(config.hierarchical_allgather ? make_device_hierarchical_allgather(d) : make_device_allgather(d));
   registry->add(make_device_broadcast(d));
   registry->add(make_device_alltoall(d));

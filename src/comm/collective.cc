@@ -32,9 +32,10 @@ void PhaseLog::record_all(Phase phase, double start, double end) {
   for (size_t i = 0; i < pieces_; ++i) record(i, phase, start, end);
 }
 
-Collective* CollectiveRegistry::find(OpKind kind, DeviceType device) const {
+Collective* CollectiveRegistry::find(OpKind kind, DeviceType device, ReduceOp op) const {
+  const bool reduces = kind == OpKind::kAllreduce || kind == OpKind::kReducescatter;
   for (const auto& c : all_) {
-    if (c->accepts(kind, device)) return c.get();
+    if (c->accepts(kind, device) && (!reduces || c->accepts_reduction(op))) return c.get();
   }
   return nullptr;
 }

@@ -118,6 +118,8 @@ class Collective {
   virtual ~Collective() = default;
   virtual const char* name() const = 0;  // shown in the timeline, e.g. "MPI_ALLREDUCE"
   virtual bool accepts(OpKind kind, DeviceType device) const = 0;
+  // Reductions: whether it runs `op`. Adasum is an algorithm of its own, which only its collectives run.
+  virtual bool accepts_reduction(ReduceOp op) const { return op != ReduceOp::kAdasum; }
   // Runs the call, writing each piece's output. Either finishes before returning (`*pending` left
   // null) or returns OK with the rest of the work in `*pending`; an error means nothing is left running.
   virtual Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) = 0;
@@ -127,8 +129,10 @@ class CollectiveRegistry {
  public:
   void add(std::unique_ptr<Collective> collective) { all_.push_back(std::move(collective)); }
   // The first collective, in order of registration, that accepts the op; nullptr if none.
-  Collective* find(OpKind kind, DeviceType device) const;
-  bool supports(OpKind kind, DeviceType device) const { return find(kind, device) != nullptr; }
+  Collective* find(OpKind kind, DeviceType device, ReduceOp op = ReduceOp::kSum) const;
+  bool supports(OpKind kind, DeviceType device, ReduceOp op = ReduceOp::kSum) const {
+    return find(kind, device, op) != nullptr;
+  }
   // Why ops on `device` have no collective (for the error at enqueue), e.g. "no GPU is usable: ...".
   void set_unsupported_reason(DeviceType device, std::string why);
   std::string unsupported_reason(DeviceType device) const;

@@ -11,6 +11,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kMin: return "Min";
     case ReduceOp::kMax: return "Max";
     case ReduceOp::kProduct: return "Product";
+    case ReduceOp::kAdasum: return "Adasum";
   }
   return "an unknown reduce op";
 }

@@ -59,6 +59,8 @@ void reduce_16_op(ReduceOp op, const uint16_t* in, uint16_t* inout, int64_t n) {
     case ReduceOp::kProduct:
       reduce_16<Widen, Narrow>(in, inout, n, [](float a, float b) { return a * b; });
       break;
+    case ReduceOp::kAdasum:  // not an elementwise op: its own collective
+      break;
   }
 }
 

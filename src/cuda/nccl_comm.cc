@@ -38,6 +38,7 @@ Status nccl_op(ReduceOp op, ncclRedOp_t* out) {
     case ReduceOp::kMax: *out = ncclMax; return Status::OK();
     case ReduceOp::kProduct: *out = ncclProd; return Status::OK();
     case ReduceOp::kAverage: break;  // kolo divides afterwards, as on the CPU
+    case ReduceOp::kAdasum: break;   // not an NCCL op: its own algorithm
   }
   return Status::InvalidArgument(std::string("the device communicator takes no ") + reduce_op_name(op));
 }

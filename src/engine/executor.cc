@@ -140,7 +140,7 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
 void Executor::launch(std::unique_ptr<Group> owned) {
   Group& group = *owned;
   CollectiveCall& call = group.call;
-  group.collective = registry_->find(call.kind, call.device.type);
+  group.collective = registry_->find(call.kind, call.device.type, call.reduce_op);
   group.log = std::make_unique<PhaseLog>(call.pieces.size(), timeline_ != nullptr);
   call.allocate = [&group](size_t i, const std::vector<int64_t>& shape, const OwnMemory& own, void** data) {
     TensorEntry* e = group.entries[i];

@@ -44,8 +44,12 @@ Status check_view(const CallSite& c, const char* role, const TensorView& v) {
 
 Status check_reduction(const CallSite& c, DataType dtype, ReduceOp op, double prescale, double postscale) {
   const int o = static_cast<int>(op);
-  if (o < 0 || o > static_cast<int>(ReduceOp::kProduct)) {
+  if (o < 0 || o >= kNumReduceOps) {
     return invalid(c, "unknown reduce op " + std::to_string(o));
+  }
+  if (op == ReduceOp::kAdasum && !dtype_is_floating(dtype)) {
+    return invalid(c, std::string("Adasum combines floating-point tensors (float16, bfloat16, float32, float64), not ") +
+                          dtype_name(dtype));
   }
   if (!std::isfinite(prescale) || !std::isfinite(postscale)) {
     return invalid(c, "scale factors must be finite numbers");
@@ -88,6 +92,15 @@ Status validate_allreduce(const CallSite& c, const TensorView& in, const TensorV
   if (s.ok()) s = check_reduction(c, in.dtype, op, prescale, postscale);
   const int k = static_cast<int>(compression);
   if (s.ok() && (k < 0 || k >= kNumCompressions)) s = invalid(c, "unknown compression " + std::to_string(k));
+  if (s.ok() && op == ReduceOp::kAdasum) {
+    if (compression != Compression::kNone) {
+      return invalid(c, "compression does not apply to Adasum (it combines the tensors in their own dtype); "
+                        "compress the tensor itself, e.g. to float16");
+    }
+    if (in.device.type == DeviceType::kCUDA && !c.collectives->supports(c.kind, in.device.type, op)) {
+      return Status::Unsupported(where(c) + "Adasum on GPU tensors: " + c.collectives->unsupported_reason(in.device.type));
+    }
+  }
   return s;
 }
 
@@ -138,6 +151,7 @@ Status validate_alltoall(const CallSite& c, const TensorView& in, std::vector<in
 Status validate_reducescatter(const CallSite& c, const TensorView& in, const TensorView& out, ReduceOp op,
                               double prescale, double postscale, Compression compression) {
   if (compression != Compression::kNone) return invalid(c, "compression applies to allreduce only");
+  if (op == ReduceOp::kAdasum) return invalid(c, "Adasum applies to allreduce only");
   Status s = check_view(c, "input", in);
   if (s.ok()) s = check_view(c, "output", out);
   if (s.ok()) s = check_reduction(c, in.dtype, op, prescale, postscale);

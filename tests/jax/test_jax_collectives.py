@@ -267,3 +267,15 @@ def test_reducescatter_gradient_gathers_the_blocks_gradients(rank, size, jit):
                                   for r in range(size)])
         want = np.repeat(weights[:, None], 2, axis=1) * 3.0 / divide
         np.testing.assert_array_equal(np.asarray(g), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_adasum_exact_cases(rank, size, jit):
+    # Orthogonal leaves combine to their sum, equal leaves to themselves; each leaf on its own.
+    basis = jnp.zeros((size,), jnp.float32).at[rank].set(2.0 ** rank)
+    same = jnp.arange(5, dtype=jnp.float64 if jax.config.jax_enable_x64 else jnp.float32) - 2
+    fn = lambda t: kolo.allreduce(t, op=kolo.Adasum, name="adasum")  # noqa: E731
+    out = (jax.jit(fn) if jit else fn)({"basis": basis, "same": same})
+    assert_tree_equal(out, {"basis": jnp.asarray([2.0 ** r for r in range(size)], jnp.float32), "same": same})
+    with pytest.raises(kolo.KoloValueError, match="Adasum combines floating-point tensors"):
+        kolo.allreduce(jnp.ones(3, jnp.int32), op=kolo.Adasum, name="adasum.int")

@@ -97,5 +97,5 @@ def test_learning_rate_warmup(rank, size):
 
 
 def test_distributed_optimizer_rejects_other_ops():
-    with pytest.raises(ValueError, match="Average or Sum"):
+    with pytest.raises(ValueError, match="Average, Sum or Adasum"):
         kolo.DistributedOptimizer(keras.optimizers.SGD(0.1), op=3)

@@ -253,11 +253,28 @@ HOROVOD_KERAS = ["init", "shutdown", "size", "local_size", "cross_size", "rank",
                  "allgather", "broadcast", "reducescatter", "load_model"]
 HOROVOD_KERAS_CALLBACKS = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateScheduleCallback",
                            "LearningRateWarmupCallback", "BestModelCheckpoint"]
-# Still to come: process sets and Adasum (issue 16), elastic (its own issue).
-NOT_YET = ["Adasum", "global_process_set", "elastic"]
+# Still to come: process sets (issue 16), elastic (its own issue).
+NOT_YET = ["global_process_set", "elastic"]
 
 
 def test_every_horovod_keras_name_but_those_to_come():
     assert [n for n in HOROVOD_KERAS if not hasattr(kolo, n)] == NOT_YET
     assert [n for n in HOROVOD_KERAS_CALLBACKS if not hasattr(kolo.callbacks, n)] == []
     assert kolo.gloo_built() is False and kolo.ddl_built() is False and kolo.rocm_built() is False
+
+
+def test_adasum_reduces_gradients_and_values(rank, size):
+    # Orthogonal contributions: Adasum is their sum. Equal ones: themselves.
+    basis = np.zeros(size, np.float32)
+    basis[rank] = 1.0
+    np.testing.assert_array_equal(numpy(kolo.allreduce(basis, name="adasum.basis", op=kolo.Adasum)),
+                                  np.ones(size, np.float32))
+    # Every rank the same data: every rank's gradient is equal, and Adasum gives it back, so training
+    # with op=Adasum is one process's training.
+    x, y = data()
+    model = make_model(21, kolo.DistributedOptimizer(keras.optimizers.SGD(0.1), op=kolo.Adasum))
+    model.fit(x[:BATCH], y[:BATCH], batch_size=BATCH, epochs=2, shuffle=False, verbose=0)
+    reference = make_model(21, keras.optimizers.SGD(0.1))
+    reference.fit(x[:BATCH], y[:BATCH], batch_size=BATCH, epochs=2, shuffle=False, verbose=0)
+    for got, want in zip(model.weights, reference.weights):
+        np.testing.assert_allclose(numpy(got), numpy(want), rtol=0, atol=TOLERANCE)

@@ -17,7 +17,7 @@ except ImportError as e:  # pragma: no cover - a broken install, reported clearl
 OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT = range(8)
 
 # Reduce ops, as in include/kolo/c_api.h.
-SUM, AVERAGE, MIN, MAX, PRODUCT = range(5)
+SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM = range(6)
 
 # Dtype codes, as in include/kolo/c_api.h.
 UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT16, BOOL = range(10)

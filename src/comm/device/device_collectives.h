@@ -16,5 +16,7 @@ std::unique_ptr<Collective> make_device_hierarchical_allgather(DeviceContext& co
 std::unique_ptr<Collective> make_device_broadcast(DeviceContext& context);
 std::unique_ptr<Collective> make_device_alltoall(DeviceContext& context);
 std::unique_ptr<Collective> make_device_reducescatter(DeviceContext& context);
+// Adasum (ReduceOp::kAdasum), staged through the host Adasum.
+std::unique_ptr<Collective> make_device_adasum(DeviceContext& context);
 
 }  // namespace kolo

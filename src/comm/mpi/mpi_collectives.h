@@ -16,6 +16,8 @@ struct CpuTuning {
 
 std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CpuTuning& tuning);
 std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CpuTuning& tuning);
+// Adasum (ReduceOp::kAdasum), registered beside the allreduce: the registry gives it only Adasum ops.
+std::unique_ptr<Collective> make_mpi_adasum(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_allgather(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_hierarchical_allgather(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CpuTuning& tuning);

@@ -70,7 +70,9 @@ MpiContext::~MpiContext() {
   if (finalized) return;
   if (ops_created_) {
     for (auto& row : half_ops_) {
-      for (MPI_Op& op : row) MPI_Op_free(&op);
+      for (MPI_Op& op : row) {
+        if (op != MPI_OP_NULL) MPI_Op_free(&op);
+      }
     }
   }
   free_comm(&cross_);

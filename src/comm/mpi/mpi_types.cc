@@ -16,8 +16,11 @@ template <DataType D>
 Status create_ops(MPI_Op* ops) {
   MPI_User_function* fns[kNumReduceOps] = {half_op<D, ReduceOp::kSum>, half_op<D, ReduceOp::kAverage>,
                                            half_op<D, ReduceOp::kMin>, half_op<D, ReduceOp::kMax>,
-                                           half_op<D, ReduceOp::kProduct>};
-  for (int i = 0; i < kNumReduceOps; ++i) KOLO_MPI_RETURN_IF_ERROR(MPI_Op_create(fns[i], 1, &ops[i]), "MPI_Op_create");
+                                           half_op<D, ReduceOp::kProduct>, nullptr};  // Adasum: its own algorithm
+  for (int i = 0; i < kNumReduceOps; ++i) {
+    ops[i] = MPI_OP_NULL;
+    if (fns[i] != nullptr) KOLO_MPI_RETURN_IF_ERROR(MPI_Op_create(fns[i], 1, &ops[i]), "MPI_Op_create");
+  }
   return Status::OK();
 }
 
@@ -46,6 +49,7 @@ MPI_Op mpi_builtin_op(ReduceOp op) {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kAdasum: return MPI_OP_NULL;  // not an MPI op: its own collective
   }
   return MPI_OP_NULL;
 }

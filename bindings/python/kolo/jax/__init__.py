@@ -17,10 +17,11 @@ from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError
                         cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
                         local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
                         rocm_built, shutdown, size, start_timeline, stop_timeline)
-from kolo.jax.collectives import (Average, Max, Min, Product, Sum, allgather, allreduce, barrier, broadcast,
+from kolo.jax.collectives import (Adasum, Average, Max, Min, Product, Sum, allgather, allreduce, barrier, broadcast,
                                   broadcast_variables, reducescatter)
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
            "cross_rank", "mpi_threads_supported", "allreduce", "allgather", "broadcast", "broadcast_variables",
-           "reducescatter", "barrier", "Sum", "Average", "Min", "Max", "Product", "KoloError", "KoloValueError"]
+           "reducescatter", "barrier", "Sum", "Average", "Min", "Max", "Product", "Adasum", "KoloError",
+           "KoloValueError"]
 __all__ += ["HorovodInternalError"] + list(QUERIES)

@@ -18,7 +18,8 @@ from kolo import _core
 from kolo._core import KoloError, KoloValueError
 from kolo.jax import _ffi
 
-Sum, Average, Min, Max, Product = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT
+Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
+_OP_NAMES = {Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
 _SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.float16,
                                           jnp.bfloat16, jnp.float32, jnp.float64, jnp.bool_))
@@ -126,13 +127,13 @@ def _check_scaling(leaves, names, prescale_factor, postscale_factor):
 
 def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces every leaf of `tree` (an array or any pytree of arrays) across ranks and returns a
-    tree of the results. op: Average (the default; integers truncate), Sum, Min, Max or Product;
-    bools reduce logically (Sum, Average, Max: or; Min, Product: and). The factors multiply before
+    tree of the results. op: Average (the default; integers truncate), Sum, Min, Max, Product or
+    Adasum (floating-point leaves, each combined with its own coefficients); bools reduce logically (Sum, Average, Max: or; Min, Product: and). The factors multiply before
     and after the reduction (integers: truncated; not for bools)."""
     _, leaves, names, _, treedef = _flatten(tree, name, "allreduce")
     if not leaves:
         return tree
-    if op not in (Sum, Average, Min, Max, Product):
+    if op not in (Sum, Average, Min, Max, Product, Adasum):
         raise KoloValueError("tensor '%s' on rank %d: unknown reduce op %r" % (names[0], _rank(), op),
                              _core.INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
@@ -156,7 +157,7 @@ def _reduce_forward(leaves, names, op, prescale, postscale):
 def _reduce_backward(names, op, prescale, postscale, _, cotangents):
     if op not in (Sum, Average):
         raise NotImplementedError("tensor '%s' on rank %d: kolo differentiates Sum and Average allreduces, not %s"
-                                  % (names[0], _rank(), ("Min", "Max", "Product")[op - Min]))
+                                  % (names[0], _rank(), _OP_NAMES[op]))
     # Integer leaves have no gradient: their cotangents are float0 zeros, handed back as they are.
     floating = [i for i, ct in enumerate(cotangents) if ct.dtype != jax.dtypes.float0]
     reduced = _reduce(tuple(cotangents[i] for i in floating), tuple(names[i] + ".grad" for i in floating), op,
@@ -281,5 +282,5 @@ def barrier():
         raise _core.error_for(code, message)
 
 
-__all__ = ["Sum", "Average", "Min", "Max", "Product", "KoloError", "KoloValueError", "allreduce", "allgather",
+__all__ = ["Sum", "Average", "Min", "Max", "Product", "Adasum", "KoloError", "KoloValueError", "allreduce", "allgather",
            "broadcast", "reducescatter", "broadcast_variables", "barrier"]

@@ -19,12 +19,12 @@ from kolo.keras.functions import (allgather, allreduce, broadcast, broadcast_glo
                                   reducescatter)
 from kolo.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer
 from kolo.keras.saving import load_model
-from kolo.keras._backend import Average, Sum
+from kolo.keras._backend import Adasum, Average, Sum
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
            "cross_rank", "mpi_threads_supported", "DistributedOptimizer", "BroadcastGlobalVariablesCallback",
            "MetricAverageCallback", "LearningRateWarmupCallback", "LearningRateScheduleCallback", "BestModelCheckpoint",
-           "PartialDistributedOptimizer", "Compression", "Average", "Sum", "allreduce", "allgather", "broadcast",
+           "PartialDistributedOptimizer", "Compression", "Adasum", "Average", "Sum", "allreduce", "allgather", "broadcast",
            "reducescatter", "broadcast_global_variables", "broadcast_variables", "load_model", "callbacks",
            "KoloError", "KoloValueError"]
 __all__ += ["HorovodInternalError"] + list(QUERIES)

@@ -5,7 +5,7 @@ import itertools
 
 import keras
 
-from kolo._core import AVERAGE as Average, SUM as Sum
+from kolo._core import ADASUM as Adasum, AVERAGE as Average, SUM as Sum
 
 SUPPORTED = ("jax", "tensorflow")
 

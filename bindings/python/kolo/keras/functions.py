@@ -3,7 +3,7 @@ them, on Keras' JAX or TensorFlow backend: in a custom training loop, in a callb
 each rank's losses (`kolo.allgather(losses)`). Each returns a value of the backend's tensor type."""
 import numpy as np
 
-from kolo._core import AVERAGE, SUM, KoloValueError, INVALID_ARGUMENT, rank as _rank
+from kolo._core import ADASUM, AVERAGE, SUM, KoloValueError, INVALID_ARGUMENT, rank as _rank
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
 
@@ -25,8 +25,8 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
     older spelling, still works). The factors multiply before and after the reduction;
     compression (Compression.fp16, .bf16) applies to floating-point values for the trip."""
     op = _op_for(average, op, name)
-    if op not in (AVERAGE, SUM):
-        raise ValueError("kolo.keras.allreduce reduces with Average or Sum, not op %r" % (op,))
+    if op not in (AVERAGE, SUM, ADASUM):
+        raise ValueError("kolo.keras.allreduce reduces with Average, Sum or Adasum, not op %r" % (op,))
     compressed, context = compression.compress(_as_tensor(value))
     reduced = _backend.allreduce(compressed, name, op, prescale_factor, postscale_factor)
     return compression.decompress(reduced, context)

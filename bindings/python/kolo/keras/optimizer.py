@@ -3,7 +3,7 @@ are reduced across ranks inside the train step, before the optimizer applies the
 import keras
 
 from kolo import _core
-from kolo._core import AVERAGE, SUM
+from kolo._core import ADASUM, AVERAGE, SUM
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
 
@@ -107,8 +107,8 @@ def _make_distributed(optimizer, name, compression, op, gradient_predivide_facto
                       average_aggregated_gradients=False):
     """Turns `optimizer` itself into a distributed one, keeping its state (load_model's case)."""
     _backend.require_supported_backend("DistributedOptimizer")
-    if op not in (AVERAGE, SUM):
-        raise ValueError("DistributedOptimizer reduces gradients with Average or Sum, not op %r" % (op,))
+    if op not in (AVERAGE, SUM, ADASUM):
+        raise ValueError("DistributedOptimizer reduces gradients with Average, Sum or Adasum, not op %r" % (op,))
     if gradient_predivide_factor != 1.0 and op != AVERAGE:
         raise ValueError("gradient_predivide_factor applies to op=Average only")
     optimizer.__class__ = _distributed_class(optimizer.__class__)
@@ -122,7 +122,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                          average_aggregated_gradients=False, num_groups=0, groups=None, process_set=None,
                          scale_local_gradients=True):
     """Wraps a Keras optimizer so that every rank applies the same gradients: those averaged (op
-    Average, the default, or summed with op Sum) across ranks. The result is still an instance of the
+    Average, the default, or summed with op Sum, or combined with op Adasum, as Horovod's Keras
+    optimizer does) across ranks. The result is still an instance of the
     optimizer's class, made anew from its config (so wrap it before training; load_model wraps a
     saved one with its state).
 

@@ -13,7 +13,7 @@ from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError
 from kolo.torch.compression import Compression
 from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                   broadcast_parameters)
-from kolo.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
+from kolo.torch.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                                 allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async, barrier,
                                 broadcast, broadcast_, broadcast_async, broadcast_async_, cross_rank, cross_size,
                                 grouped_allgather, grouped_allgather_async, grouped_allreduce, grouped_allreduce_,
@@ -33,5 +33,5 @@ __all__ = [
     "init", "is_initialized", "join", "local_rank", "local_size", "mpi_threads_supported", "poll", "rank",
     "reducescatter", "reducescatter_async", "shutdown", "size", "synchronize",
 ]
-__all__ += ["HorovodInternalError", "SyncBatchNorm", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
+__all__ += ["Adasum", "HorovodInternalError", "SyncBatchNorm", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
             "grouped_reducescatter_async", "sparse_allreduce_async"] + list(QUERIES)

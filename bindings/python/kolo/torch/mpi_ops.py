@@ -16,7 +16,8 @@ Average = _core.AVERAGE
 Min = _core.MIN
 Max = _core.MAX
 Product = _core.PRODUCT
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+Adasum = _core.ADASUM  # adaptive summation (floating-point tensors); see DistributedOptimizer for its use
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
 _DTYPES = {
     torch.uint8: _core.UINT8,
@@ -153,6 +154,8 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     from kolo.torch.compression import Compression, engine_compression
     compression = compression or Compression.none
     code = engine_compression(compression, tensor)
+    if code is not None and _op_of(op, average) == Adasum and code != _core.COMPRESSION_NONE:
+        code = None  # Adasum combines in the tensor's own dtype: the cast happens here, as in Horovod
     if code is not None:  # kolo casts in its pack and unpack
         return _Allreduce.apply(tensor, name, _op_of(op, average), prescale_factor, postscale_factor, code)
     compressed, ctx = compression.compress(tensor)

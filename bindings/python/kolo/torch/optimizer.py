@@ -5,6 +5,7 @@ import warnings
 import torch
 
 from kolo.torch import mpi_ops
+from kolo.torch.adasum_optimizer import _DistributedAdasumOptimizer
 from kolo import _core
 from kolo.torch.compression import Compression, engine_compression
 
@@ -165,14 +166,23 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     reduced as sparse tensors (every rank's rows gathered), or as dense ones with sparse_as_dense.
     The returned object is an instance of the optimizer's own class, so schedulers and checkpoints
     work as before.
+
+    op=Adasum: Horovod's delta optimizer (kolo/torch/adasum_optimizer.py): each rank steps on its own
+    gradients and the steps' changes are combined with Adasum.
     """
     # The mixin's own methods only: its '__dict__' and '__weakref__' slots are descriptors that apply
     # to _DistributedOptimizer instances alone, and copied over they break every use of the new
     # instance's __dict__ (load_state_dict, LR schedulers, broadcast_optimizer_state).
-    methods = {k: v for k, v in _DistributedOptimizer.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    mixin = _DistributedAdasumOptimizer if op == mpi_ops.Adasum else _DistributedOptimizer
+    methods = {k: v for k, v in mixin.__dict__.items() if k not in ("__dict__", "__weakref__")}
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
-    distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                      gradient_predivide_factor, sparse_as_dense)
+    if op == mpi_ops.Adasum:
+        if gradient_predivide_factor != 1.0:
+            raise ValueError("gradient_predivide_factor applies to op=Average only")
+        distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step)
+    else:
+        distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+                          gradient_predivide_factor, sparse_as_dense)
     # The state the optimizer has already (momentum restored from a checkpoint before wrapping, as
     # in Horovod's MNIST example) stays with it: the parameter groups are shared, and so is the state.
     distributed.state = optimizer.state
