@@ -67,6 +67,7 @@ struct ReduceOptions {
   double postscale_factor = 1.0;  // applied to the result
   DoneCallback on_done;
   Compression compression = Compression::kNone;  // allreduce only (kolo/types.h)
+  int process_set = 0;  // 0: every rank; else a set from add_process_set (see Process sets below)
 };
 using AllreduceOptions = ReduceOptions;
 using ReducescatterOptions = ReduceOptions;
@@ -74,10 +75,12 @@ using ReducescatterOptions = ReduceOptions;
 struct SizedOutputOptions {
   OutputAllocator allocate;  // empty: kolo allocates, and wait() hands the memory over in Output
   DoneCallback on_done;
+  int process_set = 0;
 };
 
 struct BroadcastOptions {
   DoneCallback on_done;
+  int process_set = 0;  // root_rank is then still a job rank, as in Horovod; it must be in the set
 };
 
 // An operation in flight. Copyable; wait() consumes it.
@@ -118,6 +121,8 @@ KOLO_EXPORT Handle reducescatter_async(const std::string& name, const TensorView
                                        const ReducescatterOptions& options = {});
 // One barrier at a time per rank (they all share the name "barrier").
 KOLO_EXPORT Handle barrier_async(const DoneCallback& on_done = {});
+// The same among the ranks of a process set.
+KOLO_EXPORT Handle barrier_async(int process_set, const DoneCallback& on_done = {});
 // "This rank has no more data": until every rank has joined, the others' allreduces, allgathers,
 // broadcasts and barriers go on with this rank taking part with the op's identity (zeros for a sum,
 // no rows for an allgather), and an Average divides by every rank (as Horovod and PyTorch's Join;
@@ -145,7 +150,7 @@ KOLO_EXPORT Status allreduce(const std::string& name, const TensorView& input, c
 KOLO_EXPORT Status allgather(const std::string& name, const TensorView& input, Output* output,
                              const SizedOutputOptions& options = {});
 KOLO_EXPORT Status broadcast(const std::string& name, const TensorView& input, const TensorView& output,
-                             int root_rank);
+                             int root_rank, const BroadcastOptions& options = {});
 KOLO_EXPORT Status alltoall(const std::string& name, const TensorView& input,
                             const std::vector<int64_t>& splits, Output* output,
                             const SizedOutputOptions& options = {});
@@ -154,6 +159,26 @@ KOLO_EXPORT Status reducescatter(const std::string& name, const TensorView& inpu
 KOLO_EXPORT Status barrier();
 // Returns the last rank to join in *last_joined_rank (may be null).
 KOLO_EXPORT Status join(int* last_joined_rank = nullptr);
+
+// ---- Process sets ----------------------------------------------------------------------------
+// A process set is a subset of the job's ranks with an engine and communicators of its own: its ops
+// negotiate, fuse and run among its members only (a slow set never holds up another), hierarchically
+// inside it where configured, on NCCL communicators of its own on GPUs. Ops name the set in their
+// options (`process_set`); ranks stay job ranks everywhere (a broadcast's root, messages), and an op
+// from a rank outside the set fails at once. 0 is every rank (the global set).
+
+// Collective over every rank of the job, each passing the same ranks (any order): makes a set of
+// them and gives its id, the same on every rank (ids count up from 1). Fails on every rank, saying
+// why, when the ranks disagree, are out of range or repeated, or already form a set. Needs
+// MPI_THREAD_MULTIPLE (which kolo asks for when it initializes MPI).
+KOLO_EXPORT Status add_process_set(const std::vector<int>& ranks, int* id);
+// Collective over every rank of the job: the set's engine stops and its id is gone. Refused on every
+// rank while any member still has ops of the set in flight.
+KOLO_EXPORT Status remove_process_set(int id);
+// The set's members (job ranks, ascending) and this rank's place among them (-1: not a member).
+KOLO_EXPORT Status process_set_ranks(int id, std::vector<int>* ranks, int* rank = nullptr);
+// The ids of every set known here, 0 first.
+KOLO_EXPORT std::vector<int> process_set_ids();
 
 // ---- Build --------------------------------------------------------------------------------------
 

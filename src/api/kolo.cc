@@ -2,11 +2,15 @@
 // the running engine.
 #include "kolo/kolo.h"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 
 #include "api/runtime.h"
 #include "common/clock.h"
 #include "comm/mpi/mpi_runtime.h"
+#include "common/ranks.h"
 #include "engine/validation.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -19,33 +23,42 @@
 namespace kolo {
 namespace {
 
-// Numbers unnamed calls of each kind: ranks that make them in the same order agree on the names.
-std::string name_or_auto(const std::string& name, OpKind kind) {
-  static std::atomic<int64_t> counters[kNumOpKinds];
+// Numbers unnamed calls of each kind in each process set: ranks that make them in the same order
+// agree on the names (a rank outside a set makes none of its calls, so each set counts its own).
+std::string name_or_auto(const std::string& name, OpKind kind, int process_set) {
   if (!name.empty()) return name;
-  return std::string(op_kind_name(kind)) + ".noname." + std::to_string(counters[static_cast<int>(kind)]++);
+  static std::mutex mu;
+  static std::map<std::pair<int, int>, int64_t> counters;
+  std::lock_guard<std::mutex> lock(mu);
+  const int64_t n = counters[{process_set, static_cast<int>(kind)}]++;
+  return std::string(op_kind_name(kind)) + ".noname." + (process_set ? std::to_string(process_set) + "." : "") +
+         std::to_string(n);
 }
 
 struct Call {
   std::shared_ptr<Engine> engine;
   std::shared_ptr<DeviceContext> device;  // null without GPU support
+  std::vector<int> set_ranks;             // a process set's members by job rank; empty for the job
+  int process_set = 0;
   CallSite site;
 };
 
-// The engine and this call's identity, or the reason there is no engine.
-Status begin(const std::string& name, OpKind kind, Call* call) {
+// The engine of the op's process set and this call's identity, or why it cannot run here.
+Status begin(const std::string& name, OpKind kind, int process_set, Call* call) {
   Runtime& rt = Runtime::instance();
-  call->engine = rt.engine();
-  call->site.name = name_or_auto(name, kind);
+  call->site.name = name_or_auto(name, kind, process_set);
   call->site.kind = kind;
-  if (!call->engine) {
-    call->site.rank = -1;
-    return Status::NotInitialized(std::string(op_kind_name(kind)) + " of tensor '" + call->site.name +
-                                  "': " + rt.not_running_reason());
-  }
-  call->device = rt.device();
+  call->site.rank = -1;
+  call->process_set = process_set;
+  Target t;
+  Status s = rt.target(process_set, std::string(op_kind_name(kind)) + " of tensor '" + call->site.name + "'", &t);
+  if (!s.ok()) return s;
+  call->engine = std::move(t.engine);
+  call->device = std::move(t.device);
+  call->set_ranks = std::move(t.ranks);
   call->site.rank = call->engine->topology().rank;
   call->site.size = call->engine->topology().size;
+  call->site.job_rank = call->set_ranks.empty() ? call->site.rank : call->set_ranks[call->site.rank];
   call->site.collectives = &call->engine->collectives();
   return Status::OK();
 }
@@ -81,6 +94,8 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
   e->on_done = std::move(on_done);
   e->handle = Runtime::instance().handles().create();
   const Handle h(e->handle);
+  // A refusal at the queue names the job's rank and the set.
+  RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");
   call.engine->submit(std::move(e));
   return h;
 }
@@ -121,23 +136,24 @@ bool is_homogeneous() {
 }
 
 Status start_timeline(const std::string& path, bool mark_cycles) {
-  auto engine = Runtime::instance().engine();
-  if (!engine) return Status::NotInitialized("start_timeline: " + Runtime::instance().not_running_reason());
+  if (!Runtime::instance().initialized()) {
+    return Status::NotInitialized("start_timeline: " + Runtime::instance().not_running_reason());
+  }
   if (path.empty()) return Status::InvalidArgument("start_timeline: the file path is empty");
-  return engine->start_timeline(path, mark_cycles);
+  return Runtime::instance().start_timeline(path, mark_cycles);
 }
 
 Status stop_timeline() {
-  auto engine = Runtime::instance().engine();
-  if (!engine) return Status::NotInitialized("stop_timeline: " + Runtime::instance().not_running_reason());
-  engine->stop_timeline();
-  return Status::OK();
+  if (!Runtime::instance().initialized()) {
+    return Status::NotInitialized("stop_timeline: " + Runtime::instance().not_running_reason());
+  }
+  return Runtime::instance().stop_timeline();
 }
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& o) {
   Call call;
-  Status s = begin(name, OpKind::kAllreduce, &call);
+  Status s = begin(name, OpKind::kAllreduce, o.process_set, &call);
   if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
   if (!s.ok()) return rejected(s);
   return submit_reduction(call, input, output, o);
@@ -145,7 +161,7 @@ Handle allreduce_async(const std::string& name, const TensorView& input, const T
 
 Handle allgather_async(const std::string& name, const TensorView& input, const SizedOutputOptions& o) {
   Call call;
-  Status s = begin(name, OpKind::kAllgather, &call);
+  Status s = begin(name, OpKind::kAllgather, o.process_set, &call);
   if (s.ok()) s = validate_allgather(call.site, input);
   if (!s.ok()) return rejected(s);
   auto e = make_entry(call, input, TensorView());
@@ -156,11 +172,24 @@ Handle allgather_async(const std::string& name, const TensorView& input, const S
 Handle broadcast_async(const std::string& name, const TensorView& input, const TensorView& output, int root_rank,
                        const BroadcastOptions& o) {
   Call call;
-  Status s = begin(name, OpKind::kBroadcast, &call);
-  if (s.ok()) s = validate_broadcast(call.site, input, output, root_rank);
+  Status s = begin(name, OpKind::kBroadcast, o.process_set, &call);
+  // The root is a job rank; the set's engine counts ranks within the set.
+  int root = root_rank;
+  if (s.ok() && !call.set_ranks.empty()) {
+    auto it = std::find(call.set_ranks.begin(), call.set_ranks.end(), root_rank);
+    if (it == call.set_ranks.end()) {
+      s = Status::InvalidArgument("broadcast of tensor '" + call.site.name + "' on rank " +
+                                  std::to_string(call.site.job_rank) + ": root rank " + std::to_string(root_rank) +
+                                  " is not in process set " + std::to_string(o.process_set) + " (ranks " +
+                                  format_ranks(call.set_ranks) + ")");
+    } else {
+      root = static_cast<int>(it - call.set_ranks.begin());
+    }
+  }
+  if (s.ok()) s = validate_broadcast(call.site, input, output, root);
   if (!s.ok()) return rejected(s);
   auto e = make_entry(call, input, output);
-  e->request.root = root_rank;
+  e->request.root = root;
   return submit(call, std::move(e), o.on_done);
 }
 
@@ -168,7 +197,7 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
                       const SizedOutputOptions& o) {
   Call call;
   std::vector<int64_t> resolved = splits;
-  Status s = begin(name, OpKind::kAlltoall, &call);
+  Status s = begin(name, OpKind::kAlltoall, o.process_set, &call);
   if (s.ok()) s = validate_alltoall(call.site, input, &resolved);
   if (!s.ok()) return rejected(s);
   auto e = make_entry(call, input, TensorView());
@@ -180,7 +209,7 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
 Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
                            const ReducescatterOptions& o) {
   Call call;
-  Status s = begin(name, OpKind::kReducescatter, &call);
+  Status s = begin(name, OpKind::kReducescatter, o.process_set, &call);
   if (s.ok()) {
     s = validate_reducescatter(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
   }
@@ -188,11 +217,13 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
   return submit_reduction(call, input, output, o);
 }
 
-Handle barrier_async(const DoneCallback& on_done) {
+Handle barrier_async(const DoneCallback& on_done) { return barrier_async(0, on_done); }
+
+Handle barrier_async(int process_set, const DoneCallback& on_done) {
   Call call;
   // One name, not a per-process count: a rank in join() takes part in others' barriers without
   // calling barrier(), and must not fall behind in numbering. So one barrier at a time per rank.
-  Status s = begin("barrier", OpKind::kBarrier, &call);
+  Status s = begin("barrier", OpKind::kBarrier, process_set, &call);
   if (!s.ok()) return rejected(s);
   TensorView none;
   none.dtype = DataType::kUInt8;
@@ -201,7 +232,7 @@ Handle barrier_async(const DoneCallback& on_done) {
 
 Handle join_async(const DoneCallback& on_done) {
   Call call;
-  Status s = begin("join", OpKind::kJoin, &call);
+  Status s = begin("join", OpKind::kJoin, 0, &call);
   if (!s.ok()) return rejected(s);
   TensorView none;
   none.dtype = DataType::kUInt8;
@@ -233,8 +264,9 @@ Status allgather(const std::string& name, const TensorView& input, Output* outpu
   return wait(allgather_async(name, input, options), output);
 }
 
-Status broadcast(const std::string& name, const TensorView& input, const TensorView& output, int root_rank) {
-  return wait(broadcast_async(name, input, output, root_rank));
+Status broadcast(const std::string& name, const TensorView& input, const TensorView& output, int root_rank,
+                 const BroadcastOptions& options) {
+  return wait(broadcast_async(name, input, output, root_rank, options));
 }
 
 Status alltoall(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits, Output* output,
@@ -255,6 +287,24 @@ Status join(int* last_joined_rank) {
   if (last_joined_rank != nullptr) *last_joined_rank = out.last_joined_rank;
   return s;
 }
+
+Status add_process_set(const std::vector<int>& ranks, int* id) {
+  int ignored = 0;
+  return Runtime::instance().add_process_set(ranks, id != nullptr ? id : &ignored);
+}
+
+Status remove_process_set(int id) { return Runtime::instance().remove_process_set(id); }
+
+Status process_set_ranks(int id, std::vector<int>* ranks, int* rank) {
+  std::vector<int> members;
+  int mine = -1;
+  Status s = Runtime::instance().process_set(id, &members, &mine);
+  if (s.ok() && ranks != nullptr) *ranks = std::move(members);
+  if (s.ok() && rank != nullptr) *rank = mine;
+  return s;
+}
+
+std::vector<int> process_set_ids() { return Runtime::instance().process_set_ids(); }
 
 BuildInfo build_info() {
   BuildInfo info;

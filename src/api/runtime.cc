@@ -54,6 +54,7 @@ Status Runtime::init(const Settings& overrides) {
   s = MpiContext::create(&context_);
   if (!s.ok()) return s;
   const Topology& topo = context_->topology();
+  world_size_ = topo.size;
   set_log_rank(topo.rank);
   if (topo.rank == 0) {
     for (const std::string& name : unknown) {
@@ -66,28 +67,15 @@ Status Runtime::init(const Settings& overrides) {
     s = Timeline::open(config.timeline_path, topo.rank, &timeline);
     if (!s.ok()) return s;
   }
+  base_config_ = config;
+  timeline_path_ = config.timeline_path;
+  timeline_cycles_ = config.timeline_mark_cycles;
+  s = MPI_Comm_dup(MPI_COMM_WORLD, &sets_comm_) == MPI_SUCCESS ? Status::OK()
+                                                               : Status::Internal("MPI_Comm_dup failed (process sets)");
+  if (!s.ok()) return s;
+  MPI_Comm_set_errhandler(sets_comm_, MPI_ERRORS_RETURN);
 
-  resolve_layout_defaults(topo.cross_size > 1, &config);
-  const CpuTuning tuning{config.segment_bytes, config.zero_copy_bytes};
-  auto registry = std::make_unique<CollectiveRegistry>();
-  // Hierarchical allreduce splits each host's share into one block per local rank, so every host
-  // must have as many ranks; hierarchical allgather works with any layout.
-  const bool hierarchical_allreduce = config.hierarchical_allreduce && topo.homogeneous;
-  if (config.hierarchical_allreduce && !topo.homogeneous && topo.rank == 0) {
-    KOLO_LOG(kWarning, "KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every host; "
-                       "using flat allreduce");
-  }
-  registry->add(hierarchical_allreduce ? make_mpi_hierarchical_allreduce(*context_, tuning)
-                                       : make_mpi_allreduce(*context_, tuning));
-  registry->add(make_mpi_adasum(*context_));
-  registry->add(config.hierarchical_allgather ? make_mpi_hierarchical_allgather(*context_)
-                                              : make_mpi_allgather(*context_));
-  registry->add(make_mpi_broadcast(*context_, tuning));
-  registry->add(make_mpi_alltoall(*context_));
-  registry->add(make_mpi_reducescatter(*context_));
-  registry->add(make_negotiated_barrier());
-  add_device_collectives(config, hierarchical_allreduce, registry.get());
-
+  std::unique_ptr<CollectiveRegistry> registry = collectives_for(&config, *context_, &device_);
   engine_ = std::make_shared<Engine>(config, topo, std::make_unique<MpiControlChannel>(context_->control()),
                                      std::move(registry), std::move(timeline), &handles_);
   engine_->start();
@@ -98,7 +86,33 @@ Status Runtime::init(const Settings& overrides) {
   return Status::OK();
 }
 
-void Runtime::add_device_collectives(const Config& config, bool hierarchical_allreduce, CollectiveRegistry* registry) {
+std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, const MpiContext& mpi,
+                                                             std::shared_ptr<DeviceContext>* device) {
+  const Topology& topo = mpi.topology();
+  resolve_layout_defaults(topo.cross_size > 1, config);
+  const CpuTuning tuning{config->segment_bytes, config->zero_copy_bytes};
+  auto registry = std::make_unique<CollectiveRegistry>();
+  // Hierarchical allreduce splits each host's share into one block per local rank, so every host
+  // must have as many ranks; hierarchical allgather works with any layout.
+  const bool hierarchical_allreduce = config->hierarchical_allreduce && topo.homogeneous;
+  if (config->hierarchical_allreduce && !topo.homogeneous && topo.rank == 0) {
+    KOLO_LOG(kWarning, "KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every host; "
+                       "using flat allreduce");
+  }
+  registry->add(hierarchical_allreduce ? make_mpi_hierarchical_allreduce(mpi, tuning)
+                                       : make_mpi_allreduce(mpi, tuning));
+  registry->add(make_mpi_adasum(mpi));
+  registry->add(config->hierarchical_allgather ? make_mpi_hierarchical_allgather(mpi) : make_mpi_allgather(mpi));
+  registry->add(make_mpi_broadcast(mpi, tuning));
+  registry->add(make_mpi_alltoall(mpi));
+  registry->add(make_mpi_reducescatter(mpi));
+  registry->add(make_negotiated_barrier());
+  add_device_collectives(*config, hierarchical_allreduce, mpi, registry.get(), device);
+  return registry;
+}
+
+void Runtime::add_device_collectives(const Config& config, bool hierarchical_allreduce, const MpiContext& mpi,
+                                     CollectiveRegistry* registry, std::shared_ptr<DeviceContext>* device) {
   if (!backend_chosen_) {
 #if KOLO_HAVE_CUDA
     backend_ = make_cuda_backend(kDeviceCommTimeoutSeconds);
@@ -115,8 +129,8 @@ void Runtime::add_device_collectives(const Config& config, bool hierarchical_all
     KOLO_LOG(kDebug, "GPU tensors are not supported: " << usable.message());
     return;
   }
-  device_ = std::make_shared<DeviceContext>(backend_, *context_);
-  DeviceContext& d = *device_;
+  *device = std::make_shared<DeviceContext>(backend_, mpi);
+  DeviceContext& d = **device;
   registry->add(hierarchical_allreduce ? make_device_hierarchical_allreduce(d) : make_device_allreduce(d));
   registry->add(make_device_adasum(d));
   registry->add(config.hierarchical_allgather ? make_device_hierarchical_allgather(d) : make_device_allgather(d));
@@ -128,12 +142,19 @@ void Runtime::add_device_collectives(const Config& config, bool hierarchical_all
 
 Status Runtime::shutdown() {
   std::shared_ptr<Engine> engine;
+  std::map<int, ProcessSet> sets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     engine = std::move(engine_);
     if (engine) shut_down_ = true;
+    sets = std::move(sets_);
+    sets_.clear();
+    next_set_id_ = 1;
   }
   if (!engine) return Status::OK();
+  // The process sets' engines first (each stops with its set's members), then the job's.
+  for (auto& kv : sets) stop_instance(kv.second.instance.get());
+  sets.clear();
   engine->stop();
   // Callers that copied the pointer keep the object alive but find it stopped; the collectives
   // refer to the MPI context, so the engine must be gone before it is.
@@ -147,6 +168,10 @@ Status Runtime::shutdown() {
   device.reset();
   std::lock_guard<std::mutex> lock(mu_);
   context_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (sets_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&sets_comm_);
+  sets_comm_ = MPI_COMM_NULL;
   return Status::OK();
 }
 

@@ -2,8 +2,11 @@
 // table. Everything global about kolo is here, behind one mutex; the engine itself has no globals.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "comm/device/device_context.h"
 #include "comm/mpi/mpi_context.h"
@@ -13,6 +16,29 @@
 #include "engine/handle_table.h"
 
 namespace kolo {
+
+// One engine with what it runs on: its MPI communicators, its GPU context (where one is usable) and
+// the collectives over them. The job has one; each process set has its own, over the set's ranks.
+struct Instance {
+  std::unique_ptr<MpiContext> mpi;
+  std::shared_ptr<DeviceContext> device;
+  std::shared_ptr<Engine> engine;
+};
+
+// A process set as this rank knows it: its members and, on a member, its instance.
+struct ProcessSet {
+  int id = 0;
+  std::vector<int> ranks;  // job ranks, ascending
+  int rank = -1;           // this rank's place among them; -1 outside the set
+  std::shared_ptr<Instance> instance;
+};
+
+// What an op in a process set (0: the job) runs on, on this rank.
+struct Target {
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<DeviceContext> device;
+  std::vector<int> ranks;  // a set's members by job rank; empty for the job
+};
 
 class Runtime {
  public:
@@ -32,6 +58,22 @@ class Runtime {
   // Tests put the host double here before init(), in place of CUDA.
   void use_device_backend(std::shared_ptr<DeviceBackend> backend);
   bool mpi_threads_supported();
+
+  // Process sets (src/api/process_sets.cc). `target` for an op of process set `id` on this rank, or
+  // why it cannot run there (unknown set, not a member, not initialized).
+  Status target(int id, const std::string& what, Target* target);
+  // Both collective over every rank of the job, which must pass the same arguments; an error is the
+  // same on every rank. add: `ranks` (job ranks, any order) get a set of their own with its own
+  // engine and communicators; *id is its id (the same on every rank). remove: refused on every rank
+  // while any member has ops of the set in flight.
+  Status add_process_set(std::vector<int> ranks, int* id);
+  Status remove_process_set(int id);
+  // The set's members (ascending) and this rank's place among them (-1: not a member).
+  Status process_set(int id, std::vector<int>* ranks, int* rank);
+  std::vector<int> process_set_ids();
+  // The timeline of every engine: the job's to `path`, each set's beside it (set_timeline_path).
+  Status start_timeline(const std::string& path, bool mark_cycles);
+  Status stop_timeline();
   // Why no engine is running, for the error of an op submitted without one.
   std::string not_running_reason();
 
@@ -39,7 +81,15 @@ class Runtime {
   Runtime() = default;
   static void at_exit();
   // Device collectives on the registry when a GPU is usable; else why not, for the errors.
-  void add_device_collectives(const Config& config, bool hierarchical_allreduce, CollectiveRegistry* registry);
+  // The collectives of an instance over `mpi`, and its GPU context where a GPU is usable (else the
+  // registry says why not); resolves the config's layout defaults for the instance's topology.
+  std::unique_ptr<CollectiveRegistry> collectives_for(Config* config, const MpiContext& mpi,
+                                                      std::shared_ptr<DeviceContext>* device);
+  void add_device_collectives(const Config& config, bool hierarchical_allreduce, const MpiContext& mpi,
+                              CollectiveRegistry* registry, std::shared_ptr<DeviceContext>* device);
+  // A process set's instance over `comm` (its members' communicator, which it takes).
+  Status start_set_instance(int id, const std::vector<int>& ranks, MPI_Comm comm, std::shared_ptr<Instance>* out);
+  static void stop_instance(Instance* instance);
 
   std::mutex mu_;
   MpiRuntime mpi_;
@@ -49,6 +99,15 @@ class Runtime {
   std::shared_ptr<DeviceContext> device_;
   std::shared_ptr<Engine> engine_;
   HandleTable handles_;
+  Config base_config_;  // as configured, before layout defaults (each set resolves its own)
+  int world_size_ = 0;
+  // Process sets: registration travels on a communicator of its own, one add or remove at a time.
+  MPI_Comm sets_comm_ = MPI_COMM_NULL;
+  std::mutex sets_op_mu_;
+  std::map<int, ProcessSet> sets_;
+  int next_set_id_ = 1;
+  std::string timeline_path_;  // the job's timeline being written, for sets added meanwhile
+  bool timeline_cycles_ = false;
   bool exit_hook_ = false;
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"
 };

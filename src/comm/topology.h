@@ -1,5 +1,8 @@
-// Where this process sits in the job: global rank, rank within its host, and which host.
+// Where this process sits in the job: global rank, rank within its host, and which host. For the
+// engine of a process set, the same within the set, with the set's id and its members' job ranks.
 #pragma once
+
+#include <vector>
 
 namespace kolo {
 
@@ -11,6 +14,8 @@ struct Topology {
   int cross_rank = -1;   // index of this host, hosts ordered by their lowest rank
   int cross_size = -1;   // number of hosts
   bool homogeneous = true;  // every host runs the same number of ranks
+  int process_set = 0;        // 0: the whole job
+  std::vector<int> job_ranks;  // a process set's members by job rank, in set-rank order; empty for the job
 };
 
 }  // namespace kolo

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/ranks.h"
 #include "common/logging.h"
 #include "engine/wire.h"
 
@@ -171,7 +172,7 @@ Status Controller::negotiate(double now, std::vector<Response>* responses) {
     for (int r = 0; r < size_; ++r) {
       std::vector<Request> requests;
       s = decode_requests(gathered[r], &requests);
-      if (!s.ok()) return Status::Internal("from rank " + std::to_string(r) + ": " + s.message());
+      if (!s.ok()) return Status::Internal("from " + rank_phrase(r) + ": " + s.message());
       for (const Request& q : requests) coordinator_->add(q, now);
     }
     std::vector<Response> ready = coordinator_->take_ready();

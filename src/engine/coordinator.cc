@@ -172,7 +172,7 @@ StallCheck Coordinator::check_stalls(double now) {
 
   if (!report_groups.empty()) {
     std::ostringstream s;
-    s << "Stall: some ranks have submitted ops that others have not, for more than "
+    s << set_prefix() << "Stall: some ranks have submitted ops that others have not, for more than "
       << policy_.check_seconds << " s. Ranks must submit the same names: look for a branch taken on "
       << "some ranks only (an extra evaluation step, uneven data).";
     for (const auto& kv : report_groups) {

@@ -107,6 +107,9 @@ void Engine::wait_between_cycles(double seconds) {
 }
 
 void Engine::loop() {
+  // A process set's engine counts ranks within the set: its messages name job ranks and the set.
+  RankLabels labels(topology_.job_ranks,
+                    topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
   // With nothing in flight on this rank, the engine sleeps longer and longer between cycles (up
   // to kMaxIdleSeconds): an idle cycle agrees on nothing, and a new op wakes the engine at once,
   // so this costs no latency while sparing the CPU that training needs (an idle cycle every
@@ -121,12 +124,12 @@ void Engine::loop() {
     Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result);
     if (!s.ok()) {
       KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
-      fail_all("negotiation failed on rank " + std::to_string(topology_.rank) + ": " + s.message(),
+      fail_all(set_prefix() + "negotiation failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
                StatusCode::kInternal);
       break;
     }
     if (result.shutdown) {
-      fail_all("kolo was shut down (shutdown() called on " + ranks_phrase(result.shutdown_ranks) + ")",
+      fail_all(set_prefix() + "kolo was shut down (shutdown() called on " + ranks_phrase(result.shutdown_ranks) + ")",
                StatusCode::kAborted);
       break;
     }

@@ -36,6 +36,8 @@ class Engine {
   void stop();
   // False once the engine stopped, here or because another rank shut down.
   bool running() const { return running_; }
+  // Ops submitted on this rank and not yet done. Any thread.
+  size_t in_flight() { return queue_.in_flight() + executor_.running_any_thread(); }
 
   const Topology& topology() const { return topology_; }
   const Config& config() const { return config_; }

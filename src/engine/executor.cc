@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/ranks.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "engine/fusion_planner.h"
@@ -188,6 +189,7 @@ void Executor::launch(std::unique_ptr<Group> owned) {
       group.owned.push_back(group.entries[i] != nullptr ? queue_->remove(call.pieces[i].name) : nullptr);
     }
     running_.push_back(std::move(owned));
+    running_count_ = running_.size();
     return;
   }
   end(group, status);
@@ -215,7 +217,7 @@ void Executor::end(Group& group, const Status& status) {
     // What MPI, NCCL or CUDA said, with the tensor and the rank it happened on.
     const Status mine = status.ok() ? status
                                     : Status(status.code(), std::string(op_kind_name(call.kind)) + " of tensor '" + name +
-                                                                "' on rank " + std::to_string(rank_) + ": " + status.message());
+                                                                "' on " + rank_phrase(rank_) + ": " + status.message());
     finish(group.owned.empty() ? queue_->remove(name) : std::move(group.owned[i]), mine, handles_);
   }
 }
@@ -233,6 +235,7 @@ void Executor::poll() {
     }
     end(group, *status);
     it = running_.erase(it);
+    running_count_ = running_.size();
   }
 }
 
@@ -248,6 +251,7 @@ void Executor::drain(double seconds, const std::string& why) {
     end(*group, status && !status->ok() ? *status : Status::Aborted(why));
   }
   running_.clear();
+  running_count_ = 0;
 }
 
 }  // namespace kolo

@@ -7,6 +7,7 @@
 // on the device) and complete when the work has ended.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ class Executor {
   void poll();
   // Groups whose work is still running.
   size_t running() const { return running_.size(); }
+  // The same, from any thread.
+  size_t running_any_thread() const { return running_count_; }
   // On the engine thread: where phases are written from now on (null: nowhere).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   // Waits up to `seconds` for the running work, then aborts what is left (with `why`); ends every group.
@@ -53,6 +56,7 @@ class Executor {
   Timeline* timeline_;  // may be null
   int64_t fusion_threshold_bytes_;
   std::vector<std::unique_ptr<Group>> running_;  // in launch order
+  std::atomic<size_t> running_count_{0};
 };
 
 }  // namespace kolo

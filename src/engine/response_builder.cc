@@ -64,7 +64,7 @@ Response error_response(const std::string& name, OpKind kind, StatusCode code, s
   r.error_code = code;
   r.name = name;
   r.kind = kind;
-  r.error = std::move(message);
+  r.error = set_prefix() + message;  // errors of a process set's op name the set
   return r;
 }
 
@@ -98,7 +98,7 @@ Response build_response(const std::vector<Request>& by_rank, const std::vector<i
     mismatch("compression", [](const Request& q) { return std::string(compression_name(q.compression)); });
   }
   if (kind == OpKind::kBroadcast) {
-    mismatch("root rank", [](const Request& q) { return std::to_string(q.root); });
+    mismatch("root rank", [](const Request& q) { return std::to_string(job_rank(q.root)); });
   }
   if (error.empty() && row_shape && first.shape.empty()) {
     error = std::string(op_kind_name(kind)) + " of tensor '" + first.name +
@@ -109,7 +109,7 @@ Response build_response(const std::vector<Request>& by_rank, const std::vector<i
     const bool root_joined = kind == OpKind::kBroadcast &&
                              std::find(joined.begin(), joined.end(), first.root) != joined.end();
     if (root_joined || kind == OpKind::kAlltoall || kind == OpKind::kReducescatter) {
-      const std::string why = root_joined ? "its root rank " + std::to_string(first.root) + " has joined"
+      const std::string why = root_joined ? "its root rank " + std::to_string(job_rank(first.root)) + " has joined"
                                           : std::string("it cannot run while ") + ranks_phrase(joined) +
                                                 (joined.size() == 1 ? " has" : " have") + " joined";
       return error_response(first.name, kind, StatusCode::kInvalidArgument,

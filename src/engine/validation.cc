@@ -8,7 +8,8 @@ namespace {
 constexpr size_t kMaxDims = 64;  // the wire format's limit
 
 std::string where(const CallSite& c) {
-  return std::string(op_kind_name(c.kind)) + " of tensor '" + c.name + "' on rank " + std::to_string(c.rank) + ": ";
+  return std::string(op_kind_name(c.kind)) + " of tensor '" + c.name + "' on rank " +
+         std::to_string(c.job_rank >= 0 ? c.job_rank : c.rank) + ": ";
 }
 
 Status invalid(const CallSite& c, const std::string& what) { return Status::InvalidArgument(where(c) + what); }

@@ -20,6 +20,7 @@ struct CallSite {
   // What this process can run: a CUDA tensor is refused at once when no collective takes it. Null:
   // host tensors only.
   const CollectiveRegistry* collectives;
+  int job_rank = -1;  // the rank messages name (rank and size are then a process set's); -1: rank
 };
 
 Status validate_allreduce(const CallSite& c, const TensorView& in, const TensorView& out,

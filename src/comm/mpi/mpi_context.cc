@@ -15,17 +15,19 @@ void free_comm(MPI_Comm* c) {
 
 }  // namespace
 
-Status MpiContext::create(std::unique_ptr<MpiContext>* out) {
+Status MpiContext::create(std::unique_ptr<MpiContext>* out) { return create(MPI_COMM_WORLD, out); }
+
+Status MpiContext::create(MPI_Comm parent, std::unique_ptr<MpiContext>* out) {
   std::unique_ptr<MpiContext> ctx(new MpiContext());
-  Status s = ctx->init();
+  Status s = ctx->init(parent);
   if (!s.ok()) return s;
   *out = std::move(ctx);
   return Status::OK();
 }
 
-Status MpiContext::init() {
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
+Status MpiContext::init(MPI_Comm parent) {
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(parent, &control_), "MPI_Comm_dup");
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(parent, &data_), "MPI_Comm_dup");
   // Errors come back as codes on kolo's communicators, to fail the op rather than abort the job.
   MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);

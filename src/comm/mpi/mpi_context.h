@@ -17,6 +17,9 @@ class MpiContext {
  public:
   // MPI must be initialized. Collective over MPI_COMM_WORLD.
   static Status create(std::unique_ptr<MpiContext>* out);
+  // The same over `parent`'s ranks (a process set's), collective over them; ranks in the topology
+  // and host_members are then ranks of `parent`.
+  static Status create(MPI_Comm parent, std::unique_ptr<MpiContext>* out);
   ~MpiContext();
   MpiContext(const MpiContext&) = delete;
   MpiContext& operator=(const MpiContext&) = delete;
@@ -26,7 +29,7 @@ class MpiContext {
   MPI_Comm local() const { return local_; }   // ranks on this host
   MPI_Comm cross() const { return cross_; }   // ranks with this local rank, one per host
   const Topology& topology() const { return topology_; }
-  // World ranks on each host, hosts in cross-rank order, ranks in local-rank order.
+  // Ranks on each host, hosts in cross-rank order, ranks in local-rank order.
   const std::vector<std::vector<int>>& host_members() const { return host_members_; }
 
   MPI_Datatype datatype(DataType dtype) const;
@@ -34,7 +37,7 @@ class MpiContext {
 
  private:
   MpiContext() = default;
-  Status init();
+  Status init(MPI_Comm parent);
 
   MPI_Comm control_ = MPI_COMM_NULL;
   MPI_Comm data_ = MPI_COMM_NULL;

@@ -1,0 +1,330 @@
+// Process sets: subsets of the job's ranks with an engine of their own (negotiation, response cache,
+// fusion, stall inspection) over communicators of their own (host-local and cross-host ones too, so
+// hierarchical collectives work inside a set, and NCCL ones on GPUs), so a slow set never holds up
+// another. Horovod's model: registering and removing are collective over the whole job, every rank
+// passing the same arguments; ids count up from 1 in registration order, the same on every rank.
+//
+// Registration travels on a communicator of its own (sets_comm_), on the caller's thread while the
+// engines run on theirs, hence MPI_THREAD_MULTIPLE. Each step that can fail on some ranks only is
+// followed by an agreement, so a failure is every rank's, with the same message.
+#include <mpi.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "api/runtime.h"
+#include "comm/mpi/mpi_control_channel.h"
+#include "common/logging.h"
+#include "common/ranks.h"
+
+namespace kolo {
+namespace {
+
+std::string list(const std::vector<int>& ranks) {
+  std::ostringstream s;
+  s << '[';
+  for (size_t i = 0; i < ranks.size(); ++i) s << (i ? ", " : "") << ranks[i];
+  s << ']';
+  return s.str();
+}
+
+// Every rank's vector of ints, over `comm`.
+Status gather_all(MPI_Comm comm, const std::vector<int>& mine, std::vector<std::vector<int>>* all) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+  if (MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
+    return Status::Internal("MPI_Allgather failed while agreeing on process sets");
+  }
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<int> flat(static_cast<size_t>(total) + 1);
+  if (MPI_Allgatherv(mine.data(), n, MPI_INT, flat.data(), counts.data(), displs.data(), MPI_INT, comm) !=
+      MPI_SUCCESS) {
+    return Status::Internal("MPI_Allgatherv failed while agreeing on process sets");
+  }
+  all->assign(static_cast<size_t>(size), {});
+  for (int r = 0; r < size; ++r) (*all)[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
+  return Status::OK();
+}
+
+// "" when every rank gave the same; else which ranks gave what, in a sentence.
+std::string disagreement(const std::vector<std::vector<int>>& all, const char* what) {
+  std::map<std::vector<int>, std::vector<int>> by_value;
+  std::vector<std::vector<int>> order;
+  for (size_t r = 0; r < all.size(); ++r) {
+    auto& ranks = by_value[all[r]];
+    if (ranks.empty()) order.push_back(all[r]);
+    ranks.push_back(static_cast<int>(r));
+  }
+  if (order.size() == 1) return "";
+  std::string out = std::string("the ranks passed different ") + what + ": ";
+  for (size_t i = 0; i < order.size(); ++i) out += (i ? ", " : "") + list(order[i]) + " on " + ranks_phrase(by_value[order[i]]);
+  return out;
+}
+
+// True on every rank when `ok` is true on every rank.
+bool all_ok(MPI_Comm comm, bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm);
+  return v == 1;
+}
+
+}  // namespace
+
+// A set's timeline beside the job's: "t.json" -> "t.process_set_1.json".
+std::string set_timeline_path(const std::string& path, int id) {
+  const std::string tag = ".process_set_" + std::to_string(id);
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + tag;
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+Status Runtime::target(int id, const std::string& what, Target* t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!engine_) {
+    return Status::NotInitialized(what + ": " +
+                                  (shut_down_ ? "kolo has been shut down on this rank"
+                                              : "kolo is not initialized: call init() first"));
+  }
+  if (id == 0) {
+    t->engine = engine_;
+    t->device = device_;
+    t->ranks.clear();
+    return Status::OK();
+  }
+  const int rank = engine_->topology().rank;
+  auto it = sets_.find(id);
+  if (it == sets_.end()) {
+    return Status::InvalidArgument(what + " on rank " + std::to_string(rank) + ": there is no process set " +
+                                   std::to_string(id) + " (add_process_set makes one; removed sets are gone)");
+  }
+  if (!it->second.instance) {
+    return Status::InvalidArgument(what + " on rank " + std::to_string(rank) + ": this rank is not in process set " +
+                                   std::to_string(id) + " (ranks " + list(it->second.ranks) + ")");
+  }
+  t->engine = it->second.instance->engine;
+  t->device = it->second.instance->device;
+  t->ranks = it->second.ranks;
+  return Status::OK();
+}
+
+Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
+  std::lock_guard<std::mutex> one_at_a_time(sets_op_mu_);
+  int rank = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!engine_) return Status::NotInitialized("add_process_set: kolo is not initialized: call init() first");
+    rank = engine_->topology().rank;
+  }
+  const std::string where = "add_process_set on rank " + std::to_string(rank) + ": ";
+  if (mpi_.thread_level != MPI_THREAD_MULTIPLE) {
+    // The same on every rank: they share one MPI library and one request.
+    return Status::Unsupported(where + "process sets need MPI_THREAD_MULTIPLE (each set's engine runs MPI on a "
+                                       "thread of its own); initialize MPI with it, or let kolo do so");
+  }
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<std::vector<int>> all;
+  Status s = gather_all(sets_comm_, ranks, &all);
+  if (!s.ok()) return Status(s.code(), where + s.message());
+  std::string why = disagreement(all, "ranks");
+  if (why.empty() && ranks.empty()) why = "a process set needs at least one rank";
+  if (why.empty() && (ranks.front() < 0 || ranks.back() >= world_size_)) {
+    why = "ranks " + list(ranks) + " are not all ranks of this job (0.." + std::to_string(world_size_ - 1) + ")";
+  }
+  if (why.empty() && std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
+    why = "ranks " + list(ranks) + " name a rank twice";
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& kv : sets_) {
+      if (why.empty() && kv.second.ranks == ranks) {
+        why = "ranks " + list(ranks) + " already form process set " + std::to_string(kv.first);
+      }
+    }
+    if (why.empty() && static_cast<int>(ranks.size()) == world_size_) {
+      why = "ranks " + list(ranks) + " are the whole job: use the global process set (0)";
+    }
+  }
+  if (!why.empty()) return Status::InvalidArgument(where + why);
+
+  const bool member = std::binary_search(ranks.begin(), ranks.end(), rank);
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (MPI_Comm_split(sets_comm_, member ? 0 : MPI_UNDEFINED, rank, &comm) != MPI_SUCCESS) {
+    return Status::Internal(where + "MPI_Comm_split failed");
+  }
+  const int new_id = next_set_id_;
+  std::shared_ptr<Instance> instance;
+  if (member) s = start_set_instance(new_id, ranks, comm, &instance);
+  if (!all_ok(sets_comm_, s.ok())) {
+    stop_instance(instance.get());
+    return Status::Internal(where + "process set " + list(ranks) + " could not start on every member" +
+                            (s.ok() ? std::string() : ": " + s.message()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ProcessSet set;
+  set.id = new_id;
+  set.ranks = ranks;
+  set.rank = member ? static_cast<int>(std::lower_bound(ranks.begin(), ranks.end(), rank) - ranks.begin()) : -1;
+  set.instance = std::move(instance);
+  sets_[new_id] = std::move(set);
+  next_set_id_ = new_id + 1;
+  *id = new_id;
+  return Status::OK();
+}
+
+Status Runtime::start_set_instance(int id, const std::vector<int>& ranks, MPI_Comm comm,
+                                   std::shared_ptr<Instance>* out) {
+  auto instance = std::make_shared<Instance>();
+  Status s = MpiContext::create(comm, &instance->mpi);
+  MPI_Comm_free(&comm);  // the context made its own from it
+  if (!s.ok()) return s;
+  Topology topo = instance->mpi->topology();
+  topo.process_set = id;
+  topo.job_ranks = ranks;
+  Config config = base_config_;
+  std::unique_ptr<Timeline> timeline;
+  std::string path;
+  bool cycles = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    path = timeline_path_;
+    cycles = timeline_cycles_;
+  }
+  if (!path.empty()) {
+    s = Timeline::open(set_timeline_path(path, id), topo.rank, &timeline);
+    if (!s.ok()) return s;
+  }
+  std::unique_ptr<CollectiveRegistry> registry = collectives_for(&config, *instance->mpi, &instance->device);
+  config.timeline_mark_cycles = config.timeline_mark_cycles || cycles;
+  instance->engine = std::make_shared<Engine>(config, topo,
+                                              std::make_unique<MpiControlChannel>(instance->mpi->control()),
+                                              std::move(registry), std::move(timeline), &handles_);
+  instance->engine->start();
+  KOLO_LOG(kInfo, "process set " << id << " " << list(ranks) << ": rank " << topo.rank << " of " << topo.size);
+  *out = std::move(instance);
+  return Status::OK();
+}
+
+void Runtime::stop_instance(Instance* instance) {
+  if (instance == nullptr) return;
+  if (instance->engine) instance->engine->stop();
+  // In this order: the engine's collectives use the device's and MPI's communicators.
+  instance->engine.reset();
+  instance->device.reset();
+  instance->mpi.reset();
+}
+
+Status Runtime::remove_process_set(int id) {
+  std::lock_guard<std::mutex> one_at_a_time(sets_op_mu_);
+  int rank = -1;
+  ProcessSet set;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!engine_) return Status::NotInitialized("remove_process_set: kolo is not initialized: call init() first");
+    rank = engine_->topology().rank;
+    auto it = sets_.find(id);
+    if (it != sets_.end()) {
+      set = it->second;
+      known = true;
+    }
+  }
+  const std::string where = "remove_process_set on rank " + std::to_string(rank) + ": ";
+  std::vector<std::vector<int>> all;
+  Status s = gather_all(sets_comm_, {id}, &all);
+  if (!s.ok()) return Status(s.code(), where + s.message());
+  std::string why = disagreement(all, "process set ids");
+  if (why.empty() && id == 0) why = "the global process set (0) cannot be removed";
+  if (why.empty() && !known) why = "there is no process set " + std::to_string(id);
+  if (!why.empty()) return Status::InvalidArgument(where + why);
+
+  // Refused on every rank while a member still has ops of the set in flight (they would be lost).
+  const int busy = set.instance && set.instance->engine->in_flight() > 0 ? 1 : 0;
+  std::vector<std::vector<int>> flags;
+  s = gather_all(sets_comm_, {busy}, &flags);
+  if (!s.ok()) return Status(s.code(), where + s.message());
+  std::vector<int> busy_ranks;
+  for (size_t r = 0; r < flags.size(); ++r) {
+    if (flags[r][0] != 0) busy_ranks.push_back(static_cast<int>(r));
+  }
+  if (!busy_ranks.empty()) {
+    return Status::InvalidArgument(where + "process set " + std::to_string(id) + " still has ops in flight on " +
+                                   ranks_phrase(busy_ranks) + "; wait for them before removing it");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sets_.erase(id);
+  }
+  stop_instance(set.instance.get());
+  return Status::OK();
+}
+
+Status Runtime::process_set(int id, std::vector<int>* ranks, int* rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!engine_) return Status::NotInitialized("process set " + std::to_string(id) + ": kolo is not initialized");
+  if (id == 0) {
+    const int size = engine_->topology().size;
+    ranks->clear();
+    for (int r = 0; r < size; ++r) ranks->push_back(r);
+    *rank = engine_->topology().rank;
+    return Status::OK();
+  }
+  auto it = sets_.find(id);
+  if (it == sets_.end()) return Status::InvalidArgument("there is no process set " + std::to_string(id));
+  *ranks = it->second.ranks;
+  *rank = it->second.rank;
+  return Status::OK();
+}
+
+std::vector<int> Runtime::process_set_ids() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> ids;
+  if (engine_) ids.push_back(0);
+  for (const auto& kv : sets_) ids.push_back(kv.first);
+  return ids;
+}
+
+Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  std::vector<std::pair<int, std::shared_ptr<Engine>>> engines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!engine_) return Status::NotInitialized("start_timeline: kolo is not initialized: call init() first");
+    engines.emplace_back(0, engine_);
+    for (const auto& kv : sets_) {
+      if (kv.second.instance) engines.emplace_back(kv.first, kv.second.instance->engine);
+    }
+  }
+  for (const auto& [id, engine] : engines) {
+    Status s = engine->start_timeline(id == 0 ? path : set_timeline_path(path, id), mark_cycles);
+    if (!s.ok()) return s;
+  }
+  // Sets added from now on write theirs too.
+  std::lock_guard<std::mutex> lock(mu_);
+  timeline_path_ = path;
+  timeline_cycles_ = mark_cycles;
+  return Status::OK();
+}
+
+Status Runtime::stop_timeline() {
+  std::vector<std::shared_ptr<Engine>> engines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!engine_) return Status::NotInitialized("stop_timeline: kolo is not initialized: call init() first");
+    engines.push_back(engine_);
+    for (const auto& kv : sets_) {
+      if (kv.second.instance) engines.push_back(kv.second.instance->engine);
+    }
+    timeline_path_.clear();
+  }
+  for (const auto& engine : engines) engine->stop_timeline();
+  return Status::OK();
+}
+
+}  // namespace kolo
