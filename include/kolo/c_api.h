@@ -121,6 +121,41 @@ KOLO_EXPORT kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data);
 KOLO_EXPORT kolo_handle kolo_join_async(kolo_done_fn done, void* done_data);
 KOLO_EXPORT int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size);
 
+/* ---- Process sets (see kolo::add_process_set) ----------------------------------------------------
+ * The ops above run among every rank (process set 0). Their _in_set variants run among the ranks of
+ * one set; a broadcast's root stays a job rank and must be in the set; alltoall's splits count the
+ * set's ranks. */
+KOLO_EXPORT kolo_handle kolo_allreduce_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                                    const kolo_tensor* output, int32_t op, double prescale_factor,
+                                                    double postscale_factor, int32_t compression, kolo_done_fn done,
+                                                    void* done_data);
+KOLO_EXPORT kolo_handle kolo_allgather_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                                    kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done,
+                                                    void* done_data);
+KOLO_EXPORT kolo_handle kolo_broadcast_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                                    const kolo_tensor* output, int32_t root_rank, kolo_done_fn done,
+                                                    void* done_data);
+KOLO_EXPORT kolo_handle kolo_alltoall_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                                   const int64_t* splits, int32_t num_splits, kolo_allocate_fn allocate,
+                                                   void* allocate_data, kolo_done_fn done, void* done_data);
+KOLO_EXPORT kolo_handle kolo_reducescatter_in_set_async(int32_t process_set, const char* name,
+                                                        const kolo_tensor* input, const kolo_tensor* output,
+                                                        int32_t op, double prescale_factor, double postscale_factor,
+                                                        kolo_done_fn done, void* done_data);
+KOLO_EXPORT kolo_handle kolo_barrier_in_set_async(int32_t process_set, kolo_done_fn done, void* done_data);
+/* Collective over every rank, each passing the same ranks: *id receives the new set's id. */
+KOLO_EXPORT int32_t kolo_add_process_set(const int32_t* ranks, int32_t count, int32_t* id);
+/* Collective over every rank; refused while the set has ops in flight. */
+KOLO_EXPORT int32_t kolo_remove_process_set(int32_t id);
+/* The set's size (its ranks' count), or -1 for an unknown set (kolo_last_error says why). */
+KOLO_EXPORT int32_t kolo_process_set_size(int32_t id);
+/* This rank's place in the set, -1 when not a member or the set is unknown. */
+KOLO_EXPORT int32_t kolo_process_set_rank(int32_t id);
+/* Copies up to `capacity` of the set's job ranks (ascending) into `ranks`; returns a status. */
+KOLO_EXPORT int32_t kolo_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity);
+/* Copies up to `capacity` ids of the sets known here (0 first) into `ids`; returns how many there are. */
+KOLO_EXPORT int32_t kolo_process_set_ids(int32_t* ids, int32_t capacity);
+
 /* 1: done, 0: in flight, negative: unknown handle. Does not release the handle. */
 KOLO_EXPORT int32_t kolo_poll(kolo_handle handle);
 /* Waits (timeout_seconds < 0: without limit) and releases the handle, returning its status. On

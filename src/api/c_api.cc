@@ -107,64 +107,154 @@ int32_t kolo_stop_timeline(void) { return report(kolo::stop_timeline()); }
 kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output, int32_t op,
                                  double prescale_factor, double postscale_factor, kolo_done_fn done,
                                  void* done_data) {
-  return kolo_allreduce_async_compressed(name, input, output, op, prescale_factor, postscale_factor,
-                                         KOLO_COMPRESSION_NONE, done, done_data);
+  return kolo_allreduce_in_set_async(0, name, input, output, op, prescale_factor, postscale_factor,
+                                     KOLO_COMPRESSION_NONE, done, done_data);
 }
 
 kolo_handle kolo_allreduce_async_compressed(const char* name, const kolo_tensor* input, const kolo_tensor* output,
                                             int32_t op, double prescale_factor, double postscale_factor,
                                             int32_t compression, kolo_done_fn done, void* done_data) {
+  return kolo_allreduce_in_set_async(0, name, input, output, op, prescale_factor, postscale_factor, compression, done,
+                                     done_data);
+}
+
+kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
+                                 void* allocate_data, kolo_done_fn done, void* done_data) {
+  return kolo_allgather_in_set_async(0, name, input, allocate, allocate_data, done, done_data);
+}
+
+kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                 int32_t root_rank, kolo_done_fn done, void* done_data) {
+  return kolo_broadcast_in_set_async(0, name, input, output, root_rank, done, done_data);
+}
+
+kolo_handle kolo_alltoall_async(const char* name, const kolo_tensor* input, const int64_t* splits, int32_t num_splits,
+                                kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done, void* done_data) {
+  return kolo_alltoall_in_set_async(0, name, input, splits, num_splits, allocate, allocate_data, done, done_data);
+}
+
+kolo_handle kolo_reducescatter_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
+                                     int32_t op, double prescale_factor, double postscale_factor, kolo_done_fn done,
+                                     void* done_data) {
+  return kolo_reducescatter_in_set_async(0, name, input, output, op, prescale_factor, postscale_factor, done,
+                                         done_data);
+}
+
+kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data) { return kolo_barrier_in_set_async(0, done, done_data); }
+
+kolo_handle kolo_join_async(kolo_done_fn done, void* done_data) {
+  return kolo::join_async(to_callback(done, done_data)).id();
+}
+
+kolo_handle kolo_allreduce_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                        const kolo_tensor* output, int32_t op, double prescale_factor,
+                                        double postscale_factor, int32_t compression, kolo_done_fn done,
+                                        void* done_data) {
   kolo::AllreduceOptions o;
   o.op = static_cast<kolo::ReduceOp>(op);
   o.prescale_factor = prescale_factor;
   o.postscale_factor = postscale_factor;
   o.compression = static_cast<kolo::Compression>(compression);
   o.on_done = to_callback(done, done_data);
+  o.process_set = process_set;
   return kolo::allreduce_async(safe_name(name), to_view(input), to_view(output), o).id();
 }
 
-kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
-                                 void* allocate_data, kolo_done_fn done, void* done_data) {
+kolo_handle kolo_allgather_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                        kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done,
+                                        void* done_data) {
   kolo::SizedOutputOptions o;
   o.allocate = to_allocator(allocate, allocate_data);
   o.on_done = to_callback(done, done_data);
+  o.process_set = process_set;
   return kolo::allgather_async(safe_name(name), to_view(input), o).id();
 }
 
-kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                 int32_t root_rank, kolo_done_fn done, void* done_data) {
+kolo_handle kolo_broadcast_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                        const kolo_tensor* output, int32_t root_rank, kolo_done_fn done,
+                                        void* done_data) {
   kolo::BroadcastOptions o;
   o.on_done = to_callback(done, done_data);
+  o.process_set = process_set;
   return kolo::broadcast_async(safe_name(name), to_view(input), to_view(output), root_rank, o).id();
 }
 
-kolo_handle kolo_alltoall_async(const char* name, const kolo_tensor* input, const int64_t* splits, int32_t num_splits,
-                                kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done, void* done_data) {
+kolo_handle kolo_alltoall_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                       const int64_t* splits, int32_t num_splits, kolo_allocate_fn allocate,
+                                       void* allocate_data, kolo_done_fn done, void* done_data) {
   std::vector<int64_t> s;
   if (splits != nullptr && num_splits > 0) s.assign(splits, splits + num_splits);
   kolo::SizedOutputOptions o;
   o.allocate = to_allocator(allocate, allocate_data);
   o.on_done = to_callback(done, done_data);
+  o.process_set = process_set;
   return kolo::alltoall_async(safe_name(name), to_view(input), s, o).id();
 }
 
-kolo_handle kolo_reducescatter_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                     int32_t op, double prescale_factor, double postscale_factor, kolo_done_fn done,
-                                     void* done_data) {
+kolo_handle kolo_reducescatter_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
+                                            const kolo_tensor* output, int32_t op, double prescale_factor,
+                                            double postscale_factor, kolo_done_fn done, void* done_data) {
   kolo::ReducescatterOptions o;
   o.op = static_cast<kolo::ReduceOp>(op);
   o.prescale_factor = prescale_factor;
   o.postscale_factor = postscale_factor;
   o.on_done = to_callback(done, done_data);
+  o.process_set = process_set;
   return kolo::reducescatter_async(safe_name(name), to_view(input), to_view(output), o).id();
 }
 
-kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data) {
-  return kolo::barrier_async(to_callback(done, done_data)).id();
+kolo_handle kolo_barrier_in_set_async(int32_t process_set, kolo_done_fn done, void* done_data) {
+  return kolo::barrier_async(process_set, to_callback(done, done_data)).id();
 }
 
-kolo_handle kolo_join_async(kolo_done_fn done, void* done_data) {
-  return kolo::join_async(to_callback(done, done_data)).id();
+int32_t kolo_add_process_set(const int32_t* ranks, int32_t count, int32_t* id) {
+  if ((ranks == nullptr && count > 0) || count < 0 || id == nullptr) {
+    return report(kolo::Status::InvalidArgument("kolo_add_process_set: NULL ranks or id, or a negative count"));
+  }
+  int made = -1;
+  const kolo::Status s = kolo::add_process_set(std::vector<int>(ranks, ranks + count), &made);
+  *id = made;
+  return report(s);
+}
+
+int32_t kolo_remove_process_set(int32_t id) { return report(kolo::remove_process_set(id)); }
+
+int32_t kolo_process_set_size(int32_t id) {
+  std::vector<int> ranks;
+  const kolo::Status s = kolo::process_set_ranks(id, &ranks);
+  if (!s.ok()) {
+    report(s);
+    return -1;
+  }
+  return static_cast<int32_t>(ranks.size());
+}
+
+int32_t kolo_process_set_rank(int32_t id) {
+  std::vector<int> ranks;
+  int rank = -1;
+  const kolo::Status s = kolo::process_set_ranks(id, &ranks, &rank);
+  if (!s.ok()) {
+    report(s);
+    return -1;
+  }
+  return rank;
+}
+
+int32_t kolo_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity) {
+  std::vector<int> members;
+  const kolo::Status s = kolo::process_set_ranks(id, &members);
+  if (s.ok() && ranks != nullptr) {
+    for (size_t i = 0; i < members.size() && static_cast<int32_t>(i) < capacity; ++i) ranks[i] = members[i];
+  }
+  return report(s);
+}
+
+int32_t kolo_process_set_ids(int32_t* ids, int32_t capacity) {
+  const std::vector<int> all = kolo::process_set_ids();
+  if (ids != nullptr) {
+    for (size_t i = 0; i < all.size() && static_cast<int32_t>(i) < capacity; ++i) ids[i] = all[i];
+  }
+  return static_cast<int32_t>(all.size());
 }
 
 int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size) {

@@ -279,3 +279,44 @@ def test_adasum_exact_cases(rank, size, jit):
     assert_tree_equal(out, {"basis": jnp.asarray([2.0 ** r for r in range(size)], jnp.float32), "same": same})
     with pytest.raises(kolo.KoloValueError, match="Adasum combines floating-point tensors"):
         kolo.allreduce(jnp.ones(3, jnp.int32), op=kolo.Adasum, name="adasum.int")
+
+
+def test_process_sets_inside_and_outside_jit(rank, size):
+    # Disjoint sets (even ranks, odd ranks) with the same op names: each runs among its members.
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    even, odd = list(range(0, size, 2)), list(range(1, size, 2))
+    sets = [kolo.add_process_set(even), kolo.add_process_set(odd)]
+    try:
+        ps, members = (sets[0], even) if rank % 2 == 0 else (sets[1], odd)
+        x = {"a": jnp.full((3,), float(rank + 1)), "b": jnp.arange(4, dtype=jnp.int32) * (rank + 1)}
+        out = kolo.allreduce(x, op=kolo.Sum, name="ps.x", process_set=ps)
+        total = sum(r + 1 for r in members)
+        np.testing.assert_array_equal(out["a"], np.full((3,), float(total)))
+        np.testing.assert_array_equal(out["b"], np.arange(4) * total)
+
+        @jax.jit
+        def step(v):
+            mean = kolo.allreduce(v, name="ps.jit", process_set=ps)
+            rows = kolo.allgather(v[None], name="ps.gather", process_set=ps)
+            block = kolo.reducescatter(jnp.tile(v[None], (len(members), 1)), op=kolo.Sum, name="ps.rs",
+                                       process_set=ps)
+            root = kolo.broadcast(v, root_rank=members[0], name="ps.b", process_set=ps)
+            return mean, rows, block, root
+
+        mean, rows, block, root = step(jnp.full((2,), float(rank)))
+        np.testing.assert_allclose(mean, np.full((2,), sum(members) / len(members)))
+        np.testing.assert_array_equal(rows, np.stack([np.full((2,), float(r)) for r in members]))
+        np.testing.assert_array_equal(block, np.full((1, 2), float(sum(members))))
+        np.testing.assert_array_equal(root, np.full((2,), float(members[0])))
+        # The gradient of an allreduce inside a set is the set's allreduce of the gradients.
+        grad = jax.grad(lambda v: kolo.allreduce(v * (rank + 1), op=kolo.Sum, name="ps.grad", process_set=ps).sum())(
+            jnp.ones(2))
+        np.testing.assert_array_equal(grad, np.full((2,), float((rank + 1) * len(members))))
+        kolo.barrier(process_set=ps)
+        unregistered = kolo.ProcessSet([0])
+        with pytest.raises(ValueError, match="is not registered"):
+            kolo.allreduce(x, process_set=unregistered)
+    finally:
+        for s in sets:
+            kolo.remove_process_set(s)

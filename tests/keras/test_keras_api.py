@@ -253,8 +253,8 @@ HOROVOD_KERAS = ["init", "shutdown", "size", "local_size", "cross_size", "rank",
                  "allgather", "broadcast", "reducescatter", "load_model"]
 HOROVOD_KERAS_CALLBACKS = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateScheduleCallback",
                            "LearningRateWarmupCallback", "BestModelCheckpoint"]
-# Still to come: process sets (issue 16), elastic (its own issue).
-NOT_YET = ["global_process_set", "elastic"]
+# Still to come: elastic (its own issue).
+NOT_YET = ["elastic"]
 
 
 def test_every_horovod_keras_name_but_those_to_come():
@@ -278,3 +278,34 @@ def test_adasum_reduces_gradients_and_values(rank, size):
     reference.fit(x[:BATCH], y[:BATCH], batch_size=BATCH, epochs=2, shuffle=False, verbose=0)
     for got, want in zip(model.weights, reference.weights):
         np.testing.assert_allclose(numpy(got), numpy(want), rtol=0, atol=TOLERANCE)
+
+
+def test_process_sets_in_the_optimizer_and_the_collectives(rank, size):
+    # Two disjoint sets (even ranks, odd ranks): each averages gradients within itself only.
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    even, odd = list(range(0, size, 2)), list(range(1, size, 2))
+    sets = [kolo.add_process_set(even), kolo.add_process_set(odd)]
+    try:
+        ps, members = (sets[0], even) if rank % 2 == 0 else (sets[1], odd)
+        value = np.full((2,), float(rank), np.float32)
+        np.testing.assert_array_equal(numpy(kolo.allreduce(value, name="v", op=kolo.Sum, process_set=ps)),
+                                      np.full((2,), float(sum(members)), np.float32))
+        np.testing.assert_array_equal(numpy(kolo.allgather(value[None], name="g", process_set=ps)),
+                                      np.stack([np.full((2,), float(r), np.float32) for r in members]))
+        np.testing.assert_array_equal(numpy(kolo.broadcast(value, members[-1], name="b", process_set=ps)),
+                                      np.full((2,), float(members[-1]), np.float32))
+        x, y = data()
+        xs, ys, share = shard(rank, size, x, y)
+        model = bare(11)
+        model.compile(optimizer=kolo.DistributedOptimizer(keras.optimizers.SGD(0.1), process_set=ps),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        before = [numpy(w) for w in model.trainable_weights]
+        model.fit(xs[:share], ys[:share], batch_size=share, epochs=1, shuffle=False, verbose=0)
+        own = _gradients(bare(11), xs[:share], ys[:share])
+        mean = [numpy(kolo.allreduce(g, name="ps.ref.%d" % i, process_set=ps)) for i, g in enumerate(own)]
+        for w0, w, g in zip(before, model.trainable_weights, mean):
+            np.testing.assert_allclose(numpy(w), w0 - 0.1 * g, rtol=0, atol=1e-6)
+    finally:
+        for s in sets:
+            kolo.remove_process_set(s)

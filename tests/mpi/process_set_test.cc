@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kolo/c_api.h"
 #include "mpi_test_util.h"
 
 namespace kolo {
@@ -238,6 +239,42 @@ TEST(ProcessSets, ErrorsNameTheSetAndJobRanksOnEveryRank) {
   EXPECT_NE(s.message().find("there is no process set " + std::to_string(id)), std::string::npos) << s.message();
   EXPECT_EQ(remove_process_set(0).message(), "remove_process_set on rank " + me +
                                                  ": the global process set (0) cannot be removed");
+}
+
+// The C ABI's process sets: registering, the queries, an op in a set, removing.
+TEST(ProcessSets, CApi) {
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks (a set of every rank is the global one)";
+  // The last two ranks at 3 ranks and more; rank 1 alone at 2.
+  const std::vector<int32_t> members = size() > 2 ? std::vector<int32_t>{size() - 2, size() - 1}
+                                                  : std::vector<int32_t>{1};
+  const int32_t n = static_cast<int32_t>(members.size());
+  int32_t id = -1;
+  ASSERT_EQ(kolo_add_process_set(members.data(), n, &id), KOLO_OK) << kolo_last_error();
+  EXPECT_EQ(kolo_process_set_size(id), n);
+  const auto mine = std::find(members.begin(), members.end(), rank());
+  EXPECT_EQ(kolo_process_set_rank(id), mine == members.end() ? -1 : static_cast<int32_t>(mine - members.begin()));
+  std::vector<int32_t> ranks(static_cast<size_t>(n), -1);
+  ASSERT_EQ(kolo_process_set_ranks(id, ranks.data(), n), KOLO_OK);
+  EXPECT_EQ(ranks, members);
+  std::vector<int32_t> ids(static_cast<size_t>(kolo_process_set_ids(nullptr, 0)));
+  kolo_process_set_ids(ids.data(), static_cast<int32_t>(ids.size()));
+  EXPECT_EQ(ids.front(), 0);
+  EXPECT_TRUE(std::find(ids.begin(), ids.end(), id) != ids.end());
+  if (mine != members.end()) {
+    float data[2] = {1.0f * rank(), 1.0f};
+    const int64_t shape[] = {2};
+    kolo_tensor t = {data, KOLO_FLOAT32, 1, shape, nullptr, KOLO_CPU, 0, nullptr};
+    kolo_handle h = kolo_allreduce_in_set_async(id, "c.set", &t, &t, KOLO_SUM, 1.0, 1.0, KOLO_COMPRESSION_NONE,
+                                                nullptr, nullptr);
+    ASSERT_EQ(kolo_wait(h, -1, nullptr), KOLO_OK) << kolo_last_error();
+    EXPECT_EQ(data[0], static_cast<float>(std::accumulate(members.begin(), members.end(), 0)));
+    EXPECT_EQ(data[1], static_cast<float>(n));
+    ASSERT_EQ(kolo_wait(kolo_barrier_in_set_async(id, nullptr, nullptr), -1, nullptr), KOLO_OK);
+  }
+  EXPECT_EQ(kolo_process_set_size(12345), -1);
+  EXPECT_NE(std::string(kolo_last_error()).find("there is no process set 12345"), std::string::npos);
+  ASSERT_TRUE(barrier().ok());
+  EXPECT_EQ(kolo_remove_process_set(id), KOLO_OK) << kolo_last_error();
 }
 
 }  // namespace

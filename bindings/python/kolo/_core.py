@@ -64,9 +64,18 @@ _lock = threading.Lock()
 _exit_hook = False
 
 
-def init(**settings):
-    """Starts kolo. Keyword arguments are KOLO_* settings, e.g. init(KOLO_CYCLE_TIME_MS="2")."""
+def init(comm=None, process_sets=None, **settings):
+    """Starts kolo. Keyword arguments are KOLO_* settings, e.g. init(KOLO_CYCLE_TIME_MS="2").
+
+    process_sets: ProcessSets (or lists of ranks) to register now, on every rank alike (see
+    add_process_set); "dynamic" is accepted, as kolo always lets sets be added later. comm: Horovod's
+    way of running on part of MPI_COMM_WORLD, which kolo does not offer: use a process set.
+    """
     global _exit_hook
+    if comm is not None:
+        raise KoloValueError("init(comm=...): kolo runs on every rank of MPI_COMM_WORLD; to run collectives among "
+                             "some ranks, register a process set (init(process_sets=[ProcessSet([...])]))",
+                             INVALID_ARGUMENT)
     code, message = _C.init({str(k): str(v) for k, v in settings.items()})
     if code != OK:
         raise error_for(code, message)
@@ -75,10 +84,14 @@ def init(**settings):
             # Stop kolo's thread before the interpreter (and libraries such as mpi4py) wind down.
             atexit.register(_C.shutdown)
             _exit_hook = True
+    from kolo import _process_sets
+    _process_sets.register_at_init(process_sets)
 
 
 def shutdown():
+    from kolo import _process_sets
     _C.shutdown()
+    _process_sets.forget_all()
 
 
 def is_initialized():

@@ -1,6 +1,7 @@
 """Collectives on NumPy arrays in host memory, through the C ABI: what frameworks without a binding
 of their own hand over (Keras' TensorFlow backend does, from inside tf.numpy_function). Each call
-takes a list of arrays, enqueues them together (kolo fuses them) and returns once all are done."""
+takes a list of arrays, enqueues them together (kolo fuses them) and returns once all are done.
+`set_id`: the process set each runs in (0: every rank)."""
 import numpy as np
 
 from kolo import _core
@@ -32,11 +33,11 @@ def _wait_all(handles):
     return outputs
 
 
-def allreduce(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0, set_id=0):
     inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
     outputs = [np.empty_like(a) for a in inputs]
-    _wait_all([_C.allreduce_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor)
-               for i, o, n in zip(inputs, outputs, names)])
+    _wait_all([_C.allreduce_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
+                                  process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
     return outputs
 
 
@@ -51,11 +52,11 @@ def _as_bits(array):
     return array.view(_SAME_WIDTH[array.dtype.itemsize])
 
 
-def broadcast(arrays, names, root_rank):
+def broadcast(arrays, names, root_rank, set_id=0):
     inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
     outputs = [np.empty_like(a) for a in inputs]
-    _wait_all([_C.broadcast_async(n, _describe(_as_bits(i), n), _describe(_as_bits(o), n), root_rank)
-               for i, o, n in zip(inputs, outputs, names)])
+    _wait_all([_C.broadcast_async(n, _describe(_as_bits(i), n), _describe(_as_bits(o), n), root_rank,
+                                  process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
     return outputs
 
 
@@ -66,12 +67,12 @@ def _check_rows(arrays, names, op):
                                        "a scalar to (1,)" % (name, _C.rank(), op), _core.INVALID_ARGUMENT)
 
 
-def allgather(arrays, names):
+def allgather(arrays, names, set_id=0):
     """Every rank's rows (first dimension, which may differ per rank) concatenated in rank order."""
     inputs = [np.asarray(a, order="C") for a in arrays]
     _check_rows(inputs, names, "allgather")
     carried = [_as_bits(i) for i in inputs]
-    outputs = _wait_all([_C.allgather_async(n, _describe(c, n)) for c, n in zip(carried, names)])
+    outputs = _wait_all([_C.allgather_async(n, _describe(c, n), process_set=set_id) for c, n in zip(carried, names)])
     results = []
     for out, array, carrier in zip(outputs, inputs, carried):
         shape = tuple(out.shape)
@@ -81,12 +82,20 @@ def allgather(arrays, names):
     return results
 
 
-def reducescatter(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0):
+def set_place(set_id):
+    """This rank's place in the set and the set's size."""
+    code, message, ranks, rank = _C.process_set_ranks(set_id)
+    if code != _core.OK:
+        raise _core.error_for(code, message)
+    return rank, len(ranks)
+
+
+def reducescatter(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0, set_id=0):
     """Each array reduced over ranks; this rank gets its block of rows (kolo_reducescatter_rows)."""
     inputs = [np.asarray(a, order="C") for a in arrays]
     _check_rows(inputs, names, "reducescatter")
-    outputs = [np.empty((_C.reducescatter_rows(a.shape[0], _C.rank(), _C.size()),) + a.shape[1:], a.dtype)
-               for a in inputs]
-    _wait_all([_C.reducescatter_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor)
-               for i, o, n in zip(inputs, outputs, names)])
+    rank, size = set_place(set_id)
+    outputs = [np.empty((_C.reducescatter_rows(a.shape[0], rank, size),) + a.shape[1:], a.dtype) for a in inputs]
+    _wait_all([_C.reducescatter_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
+                                      process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
     return outputs

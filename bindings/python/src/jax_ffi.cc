@@ -147,25 +147,27 @@ ffi::Error run_group(std::string_view names_attr, const ffi::RemainingArgs& args
   return wait_all(handles, place);
 }
 
+// `set`: the process set the op runs in (0: every rank).
 ffi::Error allreduce_at(const Place& place, std::string_view names, int32_t op, double prescale, double postscale,
-                        ffi::RemainingArgs args, ffi::RemainingRets rets) {
+                        int32_t set, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
-    return kolo_allreduce_async(name, in, out, op, prescale, postscale, nullptr, nullptr);
+    return kolo_allreduce_in_set_async(set, name, in, out, op, prescale, postscale, KOLO_COMPRESSION_NONE, nullptr,
+                                       nullptr);
   });
 }
 
-ffi::Error broadcast_at(const Place& place, std::string_view names, int32_t root_rank, ffi::RemainingArgs args,
-                        ffi::RemainingRets rets) {
+ffi::Error broadcast_at(const Place& place, std::string_view names, int32_t root_rank, int32_t set,
+                        ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
-    return kolo_broadcast_async(name, in, out, root_rank, nullptr, nullptr);
+    return kolo_broadcast_in_set_async(set, name, in, out, root_rank, nullptr, nullptr);
   });
 }
 
 // XLA allocated each result with this rank's rows of the scattered sum (kolo_reducescatter_rows).
 ffi::Error reducescatter_at(const Place& place, std::string_view names, int32_t op, double prescale, double postscale,
-                            ffi::RemainingArgs args, ffi::RemainingRets rets) {
+                            int32_t set, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
-    return kolo_reducescatter_async(name, in, out, op, prescale, postscale, nullptr, nullptr);
+    return kolo_reducescatter_in_set_async(set, name, in, out, op, prescale, postscale, nullptr, nullptr);
   });
 }
 
@@ -186,12 +188,15 @@ void* gather_into(void* user_data, int32_t ndim, const int64_t* shape) {
 // Inside jit every rank must gather the same rows. Each rank's row counts travel alongside the
 // data (negotiated in the same round), so that on a difference every rank fails with the same
 // message, including a rank whose own buffer happened to fit the total.
-ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, kolo_handle h) {
+ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int32_t set,
+                            kolo_handle h) {
   kolo_output* out = nullptr;
   const int32_t code = kolo_wait(h, -1.0, &out);
   if (code != KOLO_OK) return ffi::Error(xla_code_of(code), "kolo: " + std::string(kolo_last_error()));
   const auto* all = static_cast<const int64_t*>(kolo_output_data(out));
-  const int ranks = kolo_size();
+  std::vector<int32_t> members(static_cast<size_t>(std::max(kolo_process_set_size(set), 0)));
+  kolo_process_set_ranks(set, members.data(), static_cast<int32_t>(members.size()));
+  const int ranks = static_cast<int>(members.size());
   std::string message;
   for (size_t i = 0; i < rows.size() && message.empty(); ++i) {
     bool equal = true;
@@ -199,7 +204,7 @@ ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::ve
     if (equal) continue;
     message = "allgather of tensor '" + names[i] + "' inside jit: the ranks gave different first dimensions (";
     for (int r = 0; r < ranks; ++r) {
-      message += (r ? ", " : "") + std::to_string(all[r * rows.size() + i]) + " on rank " + std::to_string(r);
+      message += (r ? ", " : "") + std::to_string(all[r * rows.size() + i]) + " on rank " + std::to_string(members[r]);
     }
     message += "); inside jit every rank must give the same shape (outside jit they may differ)";
   }
@@ -208,8 +213,8 @@ ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::ve
   return ffi::Error(ffi::ErrorCode::kInvalidArgument, "kolo: " + message);
 }
 
-ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t check_rows, ffi::RemainingArgs args,
-                        ffi::RemainingRets rets) {
+ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t check_rows, int32_t set,
+                        ffi::RemainingArgs args, ffi::RemainingRets rets) {
   auto names = split_names(names_attr, args.size());
   std::vector<int32_t> dtypes;
   if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
@@ -224,14 +229,15 @@ ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t
   if (check_rows != 0) {
     const int64_t count = static_cast<int64_t>(rows.size());
     kolo_tensor t{rows.data(), KOLO_INT64, 1, &count, nullptr, KOLO_CPU, 0, nullptr};
-    rows_handle = kolo_allgather_async((names[0] + ".rows").c_str(), &t, nullptr, nullptr, nullptr, nullptr);
+    rows_handle = kolo_allgather_in_set_async(set, (names[0] + ".rows").c_str(), &t, nullptr, nullptr, nullptr, nullptr);
   }
   std::vector<kolo_handle> handles;
   for (size_t i = 0; i < args.size(); ++i) {
     View in(*args.get<ffi::AnyBuffer>(i), dtypes[i], place);
-    handles.push_back(kolo_allgather_async(names[i].c_str(), &in.t, gather_into, &targets[i], nullptr, nullptr));
+    handles.push_back(
+        kolo_allgather_in_set_async(set, names[i].c_str(), &in.t, gather_into, &targets[i], nullptr, nullptr));
   }
-  ffi::Error rows_result = check_rows != 0 ? check_equal_rows(names, rows, rows_handle) : ffi::Error::Success();
+  ffi::Error rows_result = check_rows != 0 ? check_equal_rows(names, rows, set, rows_handle) : ffi::Error::Success();
   ffi::Error result = wait_all(handles, place);
   return rows_result.failure() ? std::move(rows_result) : std::move(result);
 }
@@ -239,36 +245,38 @@ ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t
 // The handlers XLA calls: on the CPU, and on a GPU with XLA's stream and device.
 Place on_gpu(void* stream, int32_t ordinal) { return Place{KOLO_CUDA, ordinal, stream}; }
 
-ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, double postscale,
+ffi::Error allreduce_impl(std::string_view names, int32_t op, double prescale, double postscale, int32_t set,
                           ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return allreduce_at(Place{}, names, op, prescale, postscale, args, rets);
+  return allreduce_at(Place{}, names, op, prescale, postscale, set, args, rets);
 }
 ffi::Error allreduce_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t op, double prescale,
-                               double postscale, ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return allreduce_at(on_gpu(stream, ordinal), names, op, prescale, postscale, args, rets);
+                               double postscale, int32_t set, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return allreduce_at(on_gpu(stream, ordinal), names, op, prescale, postscale, set, args, rets);
 }
-ffi::Error broadcast_impl(std::string_view names, int32_t root_rank, ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return broadcast_at(Place{}, names, root_rank, args, rets);
+ffi::Error broadcast_impl(std::string_view names, int32_t root_rank, int32_t set, ffi::RemainingArgs args,
+                          ffi::RemainingRets rets) {
+  return broadcast_at(Place{}, names, root_rank, set, args, rets);
 }
-ffi::Error broadcast_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t root_rank,
+ffi::Error broadcast_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t root_rank, int32_t set,
                                ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return broadcast_at(on_gpu(stream, ordinal), names, root_rank, args, rets);
+  return broadcast_at(on_gpu(stream, ordinal), names, root_rank, set, args, rets);
 }
-ffi::Error allgather_impl(std::string_view names, int32_t check_rows, ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return allgather_at(Place{}, names, check_rows, args, rets);
+ffi::Error allgather_impl(std::string_view names, int32_t check_rows, int32_t set, ffi::RemainingArgs args,
+                          ffi::RemainingRets rets) {
+  return allgather_at(Place{}, names, check_rows, set, args, rets);
 }
-ffi::Error allgather_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t check_rows,
+ffi::Error allgather_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t check_rows, int32_t set,
                                ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return allgather_at(on_gpu(stream, ordinal), names, check_rows, args, rets);
+  return allgather_at(on_gpu(stream, ordinal), names, check_rows, set, args, rets);
 }
 
-ffi::Error reducescatter_impl(std::string_view names, int32_t op, double prescale, double postscale,
+ffi::Error reducescatter_impl(std::string_view names, int32_t op, double prescale, double postscale, int32_t set,
                               ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return reducescatter_at(Place{}, names, op, prescale, postscale, args, rets);
+  return reducescatter_at(Place{}, names, op, prescale, postscale, set, args, rets);
 }
 ffi::Error reducescatter_cuda_impl(void* stream, int32_t ordinal, std::string_view names, int32_t op, double prescale,
-                                   double postscale, ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return reducescatter_at(on_gpu(stream, ordinal), names, op, prescale, postscale, args, rets);
+                                   double postscale, int32_t set, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return reducescatter_at(on_gpu(stream, ordinal), names, op, prescale, postscale, set, args, rets);
 }
 
 }  // namespace
@@ -287,18 +295,29 @@ auto allreduce_attrs(B b) {
       .template Attr<int32_t>("op")
       .template Attr<double>("prescale")
       .template Attr<double>("postscale")
+      .template Attr<int32_t>("process_set")
       .RemainingArgs()
       .RemainingRets();
 }
 
 template <typename B>
 auto broadcast_attrs(B b) {
-  return std::move(b).template Attr<std::string_view>("names").template Attr<int32_t>("root_rank").RemainingArgs().RemainingRets();
+  return std::move(b)
+      .template Attr<std::string_view>("names")
+      .template Attr<int32_t>("root_rank")
+      .template Attr<int32_t>("process_set")
+      .RemainingArgs()
+      .RemainingRets();
 }
 
 template <typename B>
 auto allgather_attrs(B b) {
-  return std::move(b).template Attr<std::string_view>("names").template Attr<int32_t>("check_rows").RemainingArgs().RemainingRets();
+  return std::move(b)
+      .template Attr<std::string_view>("names")
+      .template Attr<int32_t>("check_rows")
+      .template Attr<int32_t>("process_set")
+      .RemainingArgs()
+      .RemainingRets();
 }
 
 }  // namespace

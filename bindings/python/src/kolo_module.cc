@@ -148,32 +148,72 @@ PYBIND11_MODULE(_C, m) {
   m.def("reducescatter_rows", &kolo_reducescatter_rows);
 
   // Enqueueing never blocks on other ranks; a call rejected at once returns a handle that has failed.
+  // process_set: 0 is every rank; else an id from add_process_set.
   m.def("allreduce_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
-                              double prescale, double postscale, int32_t compression) {
+                              double prescale, double postscale, int32_t compression, int32_t process_set) {
     CTensor i(in), o(out);
-    return kolo_allreduce_async_compressed(name.c_str(), &i.t, &o.t, op, prescale, postscale, compression, nullptr,
+    return kolo_allreduce_in_set_async(process_set, name.c_str(), &i.t, &o.t, op, prescale, postscale, compression,
+                                       nullptr, nullptr);
+  }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+     py::arg("compression") = 0, py::arg("process_set") = 0);
+  m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set) {
+    CTensor i(in);
+    return kolo_allgather_in_set_async(process_set, name.c_str(), &i.t, nullptr, nullptr, nullptr, nullptr);
+  }, py::arg("name"), py::arg("input"), py::arg("process_set") = 0);
+  m.def("broadcast_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t root,
+                              int32_t process_set) {
+    CTensor i(in), o(out);
+    return kolo_broadcast_in_set_async(process_set, name.c_str(), &i.t, &o.t, root, nullptr, nullptr);
+  }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("root"), py::arg("process_set") = 0);
+  m.def("alltoall_async", [](const std::string& name, const Descriptor& in, const std::vector<int64_t>& splits,
+                             int32_t process_set) {
+    CTensor i(in);
+    return kolo_alltoall_in_set_async(process_set, name.c_str(), &i.t, splits.empty() ? nullptr : splits.data(),
+                                      static_cast<int32_t>(splits.size()), nullptr, nullptr, nullptr, nullptr);
+  }, py::arg("name"), py::arg("input"), py::arg("splits"), py::arg("process_set") = 0);
+  m.def("reducescatter_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
+                                  double prescale, double postscale, int32_t process_set) {
+    CTensor i(in), o(out);
+    return kolo_reducescatter_in_set_async(process_set, name.c_str(), &i.t, &o.t, op, prescale, postscale, nullptr,
                                            nullptr);
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-     py::arg("compression") = 0);
-  m.def("allgather_async", [](const std::string& name, const Descriptor& in) {
-    CTensor i(in);
-    return kolo_allgather_async(name.c_str(), &i.t, nullptr, nullptr, nullptr, nullptr);
+     py::arg("process_set") = 0);
+  m.def("barrier_async", [](int32_t process_set) { return kolo_barrier_in_set_async(process_set, nullptr, nullptr); },
+        py::arg("process_set") = 0);
+
+  // Process sets. Adding and removing are collective over the job: the GIL is released meanwhile.
+  m.def("add_process_set", [](const std::vector<int32_t>& ranks) {
+    int32_t id = -1, code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_add_process_set(ranks.data(), static_cast<int32_t>(ranks.size()), &id);
+    }
+    return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()), id);
   });
-  m.def("broadcast_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t root) {
-    CTensor i(in), o(out);
-    return kolo_broadcast_async(name.c_str(), &i.t, &o.t, root, nullptr, nullptr);
+  m.def("remove_process_set", [](int32_t id) {
+    int32_t code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_remove_process_set(id);
+    }
+    return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()));
   });
-  m.def("alltoall_async", [](const std::string& name, const Descriptor& in, const std::vector<int64_t>& splits) {
-    CTensor i(in);
-    return kolo_alltoall_async(name.c_str(), &i.t, splits.empty() ? nullptr : splits.data(),
-                               static_cast<int32_t>(splits.size()), nullptr, nullptr, nullptr, nullptr);
+  // (code, message, ranks, this rank's place or -1)
+  m.def("process_set_ranks", [](int32_t id) {
+    int32_t code = kolo_process_set_ranks(id, nullptr, 0);
+    std::vector<int32_t> ranks;
+    if (code == KOLO_OK) {
+      ranks.resize(static_cast<size_t>(kolo_process_set_size(id)));
+      code = kolo_process_set_ranks(id, ranks.data(), static_cast<int32_t>(ranks.size()));
+    }
+    if (code != KOLO_OK) return py::make_tuple(code, std::string(kolo_last_error()), std::vector<int32_t>(), -1);
+    return py::make_tuple(code, std::string(), ranks, kolo_process_set_rank(id));
   });
-  m.def("reducescatter_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
-                                  double prescale, double postscale) {
-    CTensor i(in), o(out);
-    return kolo_reducescatter_async(name.c_str(), &i.t, &o.t, op, prescale, postscale, nullptr, nullptr);
+  m.def("process_set_ids", [] {
+    std::vector<int32_t> ids(static_cast<size_t>(kolo_process_set_ids(nullptr, 0)));
+    kolo_process_set_ids(ids.data(), static_cast<int32_t>(ids.size()));
+    return ids;
   });
-  m.def("barrier_async", [] { return kolo_barrier_async(nullptr, nullptr); });
   m.def("join_async", [] { return kolo_join_async(nullptr, nullptr); });
 
   m.def("poll", &kolo_poll);

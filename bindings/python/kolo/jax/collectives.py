@@ -14,8 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kolo import _core
+from kolo import _core, _process_sets
 from kolo._core import KoloError, KoloValueError
+from kolo._process_sets import global_process_set
 from kolo.jax import _ffi
 
 Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
@@ -116,6 +117,14 @@ def _call(kind, leaves, results, names, in_place=False, **attributes):
         raise mapped from None
 
 
+def _members(set_id):
+    """The set's job ranks, and this rank's place among them."""
+    code, message, ranks, rank = _core._C.process_set_ranks(set_id)
+    if code != _core.OK:
+        raise _core.error_for(code, message)
+    return ranks, rank
+
+
 def _check_scaling(leaves, names, prescale_factor, postscale_factor):
     if prescale_factor == 1.0 and postscale_factor == 1.0:
         return
@@ -125,43 +134,47 @@ def _check_scaling(leaves, names, prescale_factor, postscale_factor):
                                  "tensors (their reductions are logical)" % (leaf_name, _rank()), _core.INVALID_ARGUMENT)
 
 
-def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=global_process_set):
     """Reduces every leaf of `tree` (an array or any pytree of arrays) across ranks and returns a
     tree of the results. op: Average (the default; integers truncate), Sum, Min, Max, Product or
     Adasum (floating-point leaves, each combined with its own coefficients); bools reduce logically (Sum, Average, Max: or; Min, Product: and). The factors multiply before
-    and after the reduction (integers: truncated; not for bools)."""
+    and after the reduction (integers: truncated; not for bools). process_set: the ranks it runs
+    among (a registered ProcessSet; every rank by default)."""
     _, leaves, names, _, treedef = _flatten(tree, name, "allreduce")
+    set_id = _process_sets.set_id(process_set, "allreduce of tensor '%s'" % (names[0] if names else name))
     if not leaves:
         return tree
     if op not in (Sum, Average, Min, Max, Product, Adasum):
         raise KoloValueError("tensor '%s' on rank %d: unknown reduce op %r" % (names[0], _rank(), op),
                              _core.INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
-    outs = _reduce(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor))
+    outs = _reduce(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor), set_id)
     return jax.tree_util.tree_unflatten(treedef, list(outs))
 
 
 # Differentiable: the total loss is the sum of every rank's loss, so the gradient of a Sum or
 # Average allreduce is the same allreduce (same scaling) of the ranks' gradients, as in kolo.torch.
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4))
-def _reduce(leaves, names, op, prescale, postscale):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4, 5))
+def _reduce(leaves, names, op, prescale, postscale, set_id):
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
     return tuple(_call("allreduce", list(leaves), results, list(names), in_place=True, op=np.int32(op),
-                       prescale=np.float64(prescale), postscale=np.float64(postscale)))
+                       prescale=np.float64(prescale), postscale=np.float64(postscale),
+                       process_set=np.int32(set_id)))
 
 
-def _reduce_forward(leaves, names, op, prescale, postscale):
-    return _reduce(leaves, names, op, prescale, postscale), None
+def _reduce_forward(leaves, names, op, prescale, postscale, set_id):
+    return _reduce(leaves, names, op, prescale, postscale, set_id), None
 
 
-def _reduce_backward(names, op, prescale, postscale, _, cotangents):
+def _reduce_backward(names, op, prescale, postscale, set_id, _, cotangents):
     if op not in (Sum, Average):
         raise NotImplementedError("tensor '%s' on rank %d: kolo differentiates Sum and Average allreduces, not %s"
                                   % (names[0], _rank(), _OP_NAMES[op]))
     # Integer leaves have no gradient: their cotangents are float0 zeros, handed back as they are.
     floating = [i for i, ct in enumerate(cotangents) if ct.dtype != jax.dtypes.float0]
     reduced = _reduce(tuple(cotangents[i] for i in floating), tuple(names[i] + ".grad" for i in floating), op,
-                      prescale, postscale) if floating else ()
+                      prescale, postscale, set_id) if floating else ()
     grads = list(cotangents)
     for i, g in zip(floating, reduced):
         grads[i] = g
@@ -171,7 +184,7 @@ def _reduce_backward(names, op, prescale, postscale, _, cotangents):
 _reduce.defvjp(_reduce_forward, _reduce_backward)
 
 
-def allgather(tree, name=None):
+def allgather(tree, name=None, process_set=global_process_set):
     """Concatenates every leaf's rows (first dimension) across ranks, in rank order. Any dtype
     that is not complex travels (as bits of the same width where kolo lacks it). Outside jit
     the ranks may give different row counts; inside jit the result's shape is fixed when the
@@ -184,22 +197,25 @@ def allgather(tree, name=None):
             raise KoloValueError("tensor '%s' on rank %d: allgather needs at least one dimension (the rows it "
                                  "concatenates); reshape a scalar to (1,)" % (leaf_name, _rank()),
                                  _core.INVALID_ARGUMENT)
-    ranks = _core.size()
+    set_id = _process_sets.set_id(process_set, "allgather of tensor '%s'" % names[0])
+    ranks = _core.size() if set_id == 0 else len(_members(set_id)[0])
     if _traced(leaves):
         rows = [leaf.shape[0] * ranks for leaf in leaves]
     else:
         # Concrete arrays: learn every rank's row counts first, in one small gather.
         counts = jnp.asarray([leaf.shape[0] for leaf in leaves], jnp.int32)
         gathered = _call("allgather", [counts], [jax.ShapeDtypeStruct((ranks * len(leaves),), jnp.int32)],
-                         [base + ".rows"], check_rows=np.int32(0))[0]
+                         [base + ".rows"], check_rows=np.int32(0), process_set=np.int32(set_id))[0]
         rows = np.asarray(gathered).reshape(ranks, len(leaves)).sum(axis=0).tolist()
     results = [jax.ShapeDtypeStruct((r,) + tuple(leaf.shape[1:]), leaf.dtype) for r, leaf in zip(rows, leaves)]
     # Inside jit the handler checks that the ranks' rows agree (the shapes above assume so).
-    outs = _call("allgather", leaves, results, names, check_rows=np.int32(_traced(leaves)))
+    outs = _call("allgather", leaves, results, names, check_rows=np.int32(_traced(leaves)),
+                 process_set=np.int32(set_id))
     return jax.tree_util.tree_unflatten(treedef, [_from_bits(o, d) for o, d in zip(outs, carried)])
 
 
-def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set):
     """Reduces every leaf across ranks (Average, the default, or Sum) and gives each rank its block of
     the result's rows: rank r gets kolo_reducescatter_rows(rows, r, size) rows, the first rows % size
     ranks one more. Every rank gives the same shape. Differentiable: the gradient is the allgather
@@ -215,37 +231,41 @@ def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_fa
             raise KoloValueError("tensor '%s' on rank %d: reducescatter needs at least one dimension (the rows it "
                                  "scatters); reshape a scalar to (1,)" % (leaf_name, _rank()), _core.INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
-    outs = _scatter(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor))
+    set_id = _process_sets.set_id(process_set, "reducescatter of tensor '%s'" % names[0])
+    outs = _scatter(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor), set_id)
     return jax.tree_util.tree_unflatten(treedef, list(outs))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4))
-def _scatter(leaves, names, op, prescale, postscale):
-    rank, ranks = _core.rank(), _core.size()
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4, 5))
+def _scatter(leaves, names, op, prescale, postscale, set_id):
+    members, rank = _members(set_id)
+    ranks = len(members)
     results = [jax.ShapeDtypeStruct((_core._C.reducescatter_rows(leaf.shape[0], rank, ranks),) + tuple(leaf.shape[1:]),
                                     leaf.dtype) for leaf in leaves]
     return tuple(_call("reducescatter", list(leaves), results, list(names), op=np.int32(op),
-                       prescale=np.float64(prescale), postscale=np.float64(postscale)))
+                       prescale=np.float64(prescale), postscale=np.float64(postscale),
+                       process_set=np.int32(set_id)))
 
 
-def _scatter_forward(leaves, names, op, prescale, postscale):
+def _scatter_forward(leaves, names, op, prescale, postscale, set_id):
     # The inputs' row counts, for the gradients' shapes, carried as empty arrays of that many rows.
     rows = tuple(jnp.empty((leaf.shape[0], 0), jnp.int8) for leaf in leaves)
-    return _scatter(leaves, names, op, prescale, postscale), rows
+    return _scatter(leaves, names, op, prescale, postscale, set_id), rows
 
 
-def _scatter_backward(names, op, prescale, postscale, rows, cotangents):
+def _scatter_backward(names, op, prescale, postscale, set_id, rows, cotangents):
     # Each input row reached every rank's loss through the one rank holding its block: the gradient
     # of an input is that block's gradient, gathered, times the forward's scaling (and 1/size for
     # Average).
-    scale = prescale * postscale / (_core.size() if op == Average else 1)
+    scale = prescale * postscale / (len(_members(set_id)[0]) if op == Average else 1)
     floating = [i for i, ct in enumerate(cotangents) if ct.dtype != jax.dtypes.float0]
     grads = list(cotangents)
     if floating:
         gathered = _call("allgather", [cotangents[i] for i in floating],
                          [jax.ShapeDtypeStruct((rows[i].shape[0],) + cotangents[i].shape[1:],
                                                cotangents[i].dtype) for i in floating],
-                         [names[i] + ".grad" for i in floating], check_rows=np.int32(0))
+                         [names[i] + ".grad" for i in floating], check_rows=np.int32(0),
+                         process_set=np.int32(set_id))
         for i, g in zip(floating, gathered):
             grads[i] = g * jnp.asarray(scale, g.dtype) if scale != 1.0 else g
     return (tuple(grads),)
@@ -254,29 +274,31 @@ def _scatter_backward(names, op, prescale, postscale, rows, cotangents):
 _scatter.defvjp(_scatter_forward, _scatter_backward)
 
 
-def broadcast(tree, root_rank=0, name=None):
-    """Every leaf of `tree` as it is on `root_rank`, on every rank. Any dtype that is not complex
-    travels (as bits of the same width where kolo lacks it)."""
+def broadcast(tree, root_rank=0, name=None, process_set=global_process_set):
+    """Every leaf of `tree` as it is on `root_rank` (a job rank), on every rank (of the process set).
+    Any dtype that is not complex travels (as bits of the same width where kolo lacks it)."""
     _, leaves, names, carried, treedef = _flatten(tree, name, "broadcast", moves_bytes=True)
     if not leaves:
         return tree
     if not 0 <= int(root_rank) < _core.size():
         raise KoloValueError("tensor '%s' on rank %d: root_rank %d is not a rank of this job (size %d)"
                              % (names[0], _rank(), root_rank, _core.size()), _core.INVALID_ARGUMENT)
+    set_id = _process_sets.set_id(process_set, "broadcast of tensor '%s'" % names[0])
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-    outs = _call("broadcast", leaves, results, names, in_place=True, root_rank=np.int32(root_rank))
+    outs = _call("broadcast", leaves, results, names, in_place=True, root_rank=np.int32(root_rank),
+                 process_set=np.int32(set_id))
     return jax.tree_util.tree_unflatten(treedef, [_from_bits(o, d) for o, d in zip(outs, carried)])
 
 
-def broadcast_variables(variables, root_rank=0):
+def broadcast_variables(variables, root_rank=0, process_set=global_process_set):
     """The initial weights (or any pytree of arrays) as `root_rank` has them, on every rank:
     ``params = kolo.broadcast_variables(params, root_rank=0)``."""
-    return broadcast(variables, root_rank, name="broadcast_variables")
+    return broadcast(variables, root_rank, name="broadcast_variables", process_set=process_set)
 
 
-def barrier():
-    """Returns once every rank has called it."""
-    handle = _core._C.barrier_async()
+def barrier(process_set=global_process_set):
+    """Returns once every rank (of the process set) has called it."""
+    handle = _core._C.barrier_async(_process_sets.set_id(process_set, "barrier"))
     code, message, _ = _core._C.wait(handle)
     if code != _core.OK:
         raise _core.error_for(code, message)

@@ -34,23 +34,26 @@ def _named(name, op):
     return "keras.%s.%d" % (op, next(_counter)) if name is None else str(name)
 
 
-def allreduce(value, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+# process_set: a registered ProcessSet, or None for every rank.
+def allreduce(value, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """`value` (a tensor, array or nested structure of them) reduced over the ranks: Average or Sum."""
     return _collectives().allreduce(value, op=op, name=_named(name, "allreduce"), prescale_factor=prescale_factor,
-                                    postscale_factor=postscale_factor)
+                                    postscale_factor=postscale_factor, process_set=process_set)
 
 
-def broadcast(value, root_rank=0, name=None):
+def broadcast(value, root_rank=0, name=None, process_set=None):
     """`value` as root_rank has it, on every rank."""
-    return _collectives().broadcast(value, root_rank=root_rank, name=_named(name, "broadcast"))
+    return _collectives().broadcast(value, root_rank=root_rank, name=_named(name, "broadcast"),
+                                    process_set=process_set)
 
 
-def allgather(value, name=None):
+def allgather(value, name=None, process_set=None):
     """Every rank's rows (first dimension) concatenated in rank order."""
-    return _collectives().allgather(value, name=_named(name, "allgather"))
+    return _collectives().allgather(value, name=_named(name, "allgather"), process_set=process_set)
 
 
-def reducescatter(value, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(value, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """`value` reduced over the ranks; this rank gets its block of the rows."""
     return _collectives().reducescatter(value, op=op, name=_named(name, "reducescatter"),
-                                        prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+                                        prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                                        process_set=process_set)

@@ -5,7 +5,7 @@ jit_compile=False to compile(). Same signatures as kolo.jax's."""
 import keras
 import tensorflow as tf
 
-from kolo import _host
+from kolo import _host, _process_sets
 from kolo._core import _C
 
 
@@ -27,25 +27,32 @@ def _run(tree, name, collective, shape_of=lambda shape: shape):
     return keras.tree.pack_sequence_as(tree, outs)
 
 
-def allreduce(tree, op, name, prescale_factor=1.0, postscale_factor=1.0):
-    return _run(tree, name, lambda arrays, names: _host.allreduce(arrays, names, op, prescale_factor, postscale_factor))
+# process_set: a registered ProcessSet (kolo.jax's signatures).
+def allreduce(tree, op, name, prescale_factor=1.0, postscale_factor=1.0, process_set=None):
+    set_id = _process_sets.set_id(process_set)
+    return _run(tree, name, lambda arrays, names: _host.allreduce(arrays, names, op, prescale_factor, postscale_factor,
+                                                                 set_id))
 
 
-def broadcast(tree, root_rank, name):
-    return _run(tree, name, lambda arrays, names: _host.broadcast(arrays, names, root_rank))
+def broadcast(tree, root_rank, name, process_set=None):
+    set_id = _process_sets.set_id(process_set)
+    return _run(tree, name, lambda arrays, names: _host.broadcast(arrays, names, root_rank, set_id))
 
 
-def allgather(tree, name):
+def allgather(tree, name, process_set=None):
+    set_id = _process_sets.set_id(process_set)
     # The rows gathered are known only when it runs (ranks may give different counts).
-    return _run(tree, name, _host.allgather, lambda shape: tf.TensorShape([None]).concatenate(shape[1:]))
+    return _run(tree, name, lambda arrays, names: _host.allgather(arrays, names, set_id),
+                lambda shape: tf.TensorShape([None]).concatenate(shape[1:]))
 
 
-def reducescatter(tree, op, name, prescale_factor=1.0, postscale_factor=1.0):
-    rank, size = _C.rank(), _C.size()
+def reducescatter(tree, op, name, prescale_factor=1.0, postscale_factor=1.0, process_set=None):
+    set_id = _process_sets.set_id(process_set)
+    rank, size = _host.set_place(set_id)
 
     def block(shape):
         rows = shape[0]
         return tf.TensorShape([None if rows is None else _C.reducescatter_rows(rows, rank, size)]).concatenate(
             shape[1:])
     return _run(tree, name, lambda arrays, names: _host.reducescatter(arrays, names, op, prescale_factor,
-                                                                     postscale_factor), block)
+                                                                     postscale_factor, set_id), block)

@@ -4,6 +4,7 @@ each rank's losses (`kolo.allgather(losses)`). Each returns a value of the backe
 import numpy as np
 
 from kolo._core import ADASUM, AVERAGE, SUM, KoloValueError, INVALID_ARGUMENT, rank as _rank
+from kolo._process_sets import global_process_set
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
 
@@ -20,7 +21,7 @@ def _op_for(average, op, name):
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0, op=None,
-              compression=Compression.none):
+              compression=Compression.none, process_set=global_process_set):
     """`value` reduced over the ranks: op Average (the default) or Sum (`average=False`, Horovod's
     older spelling, still works). The factors multiply before and after the reduction;
     compression (Compression.fp16, .bf16) applies to floating-point values for the trip."""
@@ -28,27 +29,27 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
     if op not in (AVERAGE, SUM, ADASUM):
         raise ValueError("kolo.keras.allreduce reduces with Average, Sum or Adasum, not op %r" % (op,))
     compressed, context = compression.compress(_as_tensor(value))
-    reduced = _backend.allreduce(compressed, name, op, prescale_factor, postscale_factor)
+    reduced = _backend.allreduce(compressed, name, op, prescale_factor, postscale_factor, process_set)
     return compression.decompress(reduced, context)
 
 
-def allgather(value, name=None):
+def allgather(value, name=None, process_set=global_process_set):
     """Every rank's `value` concatenated along the first dimension, in rank order; the ranks may
     give different first dimensions (outside a compiled function)."""
-    return _backend.allgather(_as_tensor(value), name)
+    return _backend.allgather(_as_tensor(value), name, process_set)
 
 
-def broadcast(value, root_rank, name=None):
+def broadcast(value, root_rank, name=None, process_set=global_process_set):
     """`value` as root_rank has it, on every rank."""
-    return _backend.broadcast(_as_tensor(value), root_rank, name)
+    return _backend.broadcast(_as_tensor(value), root_rank, name, process_set)
 
 
-def reducescatter(value, name=None, op=AVERAGE):
+def reducescatter(value, name=None, op=AVERAGE, process_set=global_process_set):
     """`value` reduced over the ranks (Average or Sum); this rank gets its block of the rows: the
     first rows % size ranks one row more than the others."""
     if op not in (AVERAGE, SUM):
         raise ValueError("kolo.keras.reducescatter reduces with Average or Sum, not op %r" % (op,))
-    return _backend.reducescatter(_as_tensor(value), name, op)
+    return _backend.reducescatter(_as_tensor(value), name, op, process_set=process_set)
 
 
 def broadcast_variables(variables, root_rank=0, name="broadcast_variables"):

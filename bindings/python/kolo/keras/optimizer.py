@@ -2,7 +2,7 @@
 are reduced across ranks inside the train step, before the optimizer applies them."""
 import keras
 
-from kolo import _core
+from kolo import _core, _process_sets
 from kolo._core import ADASUM, AVERAGE, SUM
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
@@ -53,6 +53,8 @@ class _Distributed:
         local_ids = kolo.local | {id(w) for layer in kolo.local_layers for w in layer.trainable_weights}
         local = [id(v) in local_ids for v in variables]
         shared = [i for i, g in enumerate(grads) if g is not None and not local[i]]
+        if not kolo.included:
+            return grads  # outside the process set: this rank's own gradients, as in Horovod
         if shared:
             compressed, contexts = {}, {}
             for i in shared:
@@ -64,7 +66,7 @@ class _Distributed:
             if self.gradient_accumulation_steps and not kolo.average_aggregated:
                 # Keras averages the N passes' gradients; Horovod's default sums them.
                 post *= self.gradient_accumulation_steps
-            reduced = _backend.allreduce(compressed, kolo.name, kolo.op, pre, post)
+            reduced = _backend.allreduce(compressed, kolo.name, kolo.op, pre, post, kolo.process_set)
             for i in shared:
                 grads[i] = kolo.compression.decompress(reduced[names[i]], contexts[names[i]])
         if kolo.scale_local:
@@ -72,7 +74,7 @@ class _Distributed:
             # (usually multiplied by size) expects, as in Horovod.
             for i, g in enumerate(grads):
                 if g is not None and local[i]:
-                    grads[i] = g / _core.size()
+                    grads[i] = g / _process_sets.set_size(kolo.process_set)
         return grads
 
 
@@ -80,8 +82,10 @@ class _Settings:
     """kolo's part of a distributed optimizer, in one plain object: Keras tracks the lists, sets and
     tuples set on an optimizer (and would count these variables as the optimizer's own)."""
 
-    def __init__(self, name, compression, op, predivide, scale_local, average_aggregated):
+    def __init__(self, name, compression, op, predivide, scale_local, average_aggregated, process_set=None):
         self.name, self.compression, self.op, self.predivide = name, compression, op, predivide
+        self.process_set = process_set
+        self.included = process_set is None or bool(process_set.included())
         self.scale_local, self.average_aggregated = scale_local, average_aggregated
         self.local = set()        # ids of registered local variables
         self.local_layers = []    # layers whose trainable weights are local
@@ -104,7 +108,7 @@ def _distributed_class(base):
 
 
 def _make_distributed(optimizer, name, compression, op, gradient_predivide_factor, scale_local_gradients,
-                      average_aggregated_gradients=False):
+                      average_aggregated_gradients=False, process_set=None):
     """Turns `optimizer` itself into a distributed one, keeping its state (load_model's case)."""
     _backend.require_supported_backend("DistributedOptimizer")
     if op not in (AVERAGE, SUM, ADASUM):
@@ -113,13 +117,14 @@ def _make_distributed(optimizer, name, compression, op, gradient_predivide_facto
         raise ValueError("gradient_predivide_factor applies to op=Average only")
     optimizer.__class__ = _distributed_class(optimizer.__class__)
     optimizer._kolo = _Settings(name or "DistributedOptimizer.grads", compression, op, float(gradient_predivide_factor),
-                                bool(scale_local_gradients), bool(average_aggregated_gradients))
+                                bool(scale_local_gradients), bool(average_aggregated_gradients), process_set)
     return optimizer
 
 
 def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="", compression=Compression.none,
                          sparse_as_dense=False, gradient_predivide_factor=1.0, op=AVERAGE, backward_passes_per_step=1,
-                         average_aggregated_gradients=False, num_groups=0, groups=None, process_set=None,
+                         average_aggregated_gradients=False, num_groups=0, groups=None,
+                         process_set=_process_sets.global_process_set,
                          scale_local_gradients=True):
     """Wraps a Keras optimizer so that every rank applies the same gradients: those averaged (op
     Average, the default, or summed with op Sum, or combined with op Adasum, as Horovod's Keras
@@ -135,10 +140,10 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     device_dense, device_sparse, sparse_as_dense, num_groups, groups: accepted for Horovod's
         scripts; kolo places work by each tensor's device, reduces every gradient dense (Keras 3's
         are) and fuses a step's gradients in one request by itself.
-    process_set: only the global set (None) until process sets land.
+    process_set: the gradients are reduced over its ranks (every rank by default); a rank outside
+        it applies its own gradients, as in Horovod.
     """
-    if process_set is not None and getattr(process_set, "process_set_id", 0) != 0:
-        raise ValueError("DistributedOptimizer: kolo.keras reduces over every rank; process sets are not yet there")
+    _process_sets.set_id(process_set, "DistributedOptimizer")  # registered, or a clear error now
     if int(backward_passes_per_step) < 1:
         raise ValueError("backward_passes_per_step must be at least 1, not %r" % (backward_passes_per_step,))
     config = optimizer.get_config()
@@ -149,13 +154,14 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
         config["gradient_accumulation_steps"] = int(backward_passes_per_step)
     distributed = _distributed_class(optimizer.__class__).from_config(config)
     return _make_distributed(distributed, name, compression, op, gradient_predivide_factor, scale_local_gradients,
-                             average_aggregated_gradients)
+                             average_aggregated_gradients, process_set)
 
 
 def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="", compression=Compression.none,
                                 sparse_as_dense=False, gradient_predivide_factor=1.0, op=AVERAGE,
                                 backward_passes_per_step=1, average_aggregated_gradients=False, groups=None,
-                                process_set=None, local_layers=None, scale_local_gradients=True):
+                                process_set=_process_sets.global_process_set, local_layers=None,
+                                scale_local_gradients=True):
     """DistributedOptimizer that keeps the gradients of `local_layers` (a Keras layer or a list of them)
     on each rank: those layers train on this rank's data alone, divided by size when
     scale_local_gradients (Horovod's default); every other gradient is reduced."""

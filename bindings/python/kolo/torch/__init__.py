@@ -13,7 +13,8 @@ from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError
 from kolo.torch.compression import Compression
 from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                   broadcast_parameters)
-from kolo.torch.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
+from kolo.torch.mpi_ops import (Adasum, Average, ProcessSet, add_process_set, global_process_set,
+                                remove_process_set, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                                 allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async, barrier,
                                 broadcast, broadcast_, broadcast_async, broadcast_async_, cross_rank, cross_size,
                                 grouped_allgather, grouped_allgather_async, grouped_allreduce, grouped_allreduce_,
@@ -34,4 +35,5 @@ __all__ = [
     "reducescatter", "reducescatter_async", "shutdown", "size", "synchronize",
 ]
 __all__ += ["Adasum", "HorovodInternalError", "SyncBatchNorm", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
-            "grouped_reducescatter_async", "sparse_allreduce_async"] + list(QUERIES)
+            "grouped_reducescatter_async", "sparse_allreduce_async", "ProcessSet", "global_process_set",
+            "add_process_set", "remove_process_set"] + list(QUERIES)

@@ -15,8 +15,9 @@ from kolo.torch import mpi_ops
 
 
 class _DistributedAdasumOptimizer:
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, process_set):
         super(self.__class__, self).__init__(params)
+        self._process_set = process_set
         self._compression = compression
         self._passes = backward_passes_per_step
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -43,14 +44,15 @@ class _DistributedAdasumOptimizer:
         params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
         starts = [p.detach().clone() for p in params]
         loss = super(self.__class__, self).step(closure)
-        if mpi_ops.size() == 1:
-            return loss
+        if not self._process_set.included() or mpi_ops._set_size(self._process_set) == 1:
+            return loss  # outside the set, or alone in it: this rank's own step
         handles = []
         for p, start in zip(params, starts):
             with torch.no_grad():
                 p.sub_(start)  # p holds its delta now
             compressed, ctx = self._compression.compress(p.detach())
-            handle = mpi_ops.allreduce_async_(compressed, name="delta." + self._names[p], op=mpi_ops.Adasum)
+            handle = mpi_ops.allreduce_async_(compressed, name="delta." + self._names[p], op=mpi_ops.Adasum,
+                                              process_set=self._process_set)
             handles.append((p, start, handle, compressed, ctx))
         error = None
         for p, start, handle, compressed, ctx in handles:

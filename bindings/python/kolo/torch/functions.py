@@ -8,8 +8,8 @@ import torch
 from kolo.torch import mpi_ops
 
 
-def broadcast_parameters(params, root_rank):
-    """Copies root's parameters to every rank, in place.
+def broadcast_parameters(params, root_rank, process_set=mpi_ops.global_process_set):
+    """Copies root's parameters to every rank (of the process set), in place.
 
     `params`: a model's state_dict(), or named_parameters() (a list of (name, tensor) pairs).
     """
@@ -26,13 +26,14 @@ def broadcast_parameters(params, root_rank):
         if p is None or not isinstance(p, torch.Tensor):
             continue
         target = p.data if isinstance(p, torch.nn.Parameter) else p
-        handles.append(mpi_ops.broadcast_async_(target, root_rank, name="broadcast_parameters." + name))
+        handles.append(mpi_ops.broadcast_async_(target, root_rank, name="broadcast_parameters." + name,
+                                                process_set=process_set))
     for h in handles:
         mpi_ops.synchronize(h)
 
 
-def broadcast_object(obj, root_rank=0, name=None):
-    """Root's `obj` (anything pickle takes) on every rank."""
+def broadcast_object(obj, root_rank=0, name=None, process_set=mpi_ops.global_process_set):
+    """Root's `obj` (anything pickle takes) on every rank (of the process set)."""
     name = name or type(obj).__name__
     if mpi_ops.rank() == root_rank:
         buffer = io.BytesIO()
@@ -41,22 +42,23 @@ def broadcast_object(obj, root_rank=0, name=None):
         length = torch.tensor([data.numel()], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name="broadcast_object.%s.size" % name)
+    mpi_ops.broadcast_(length, root_rank, name="broadcast_object.%s.size" % name, process_set=process_set)
     if mpi_ops.rank() != root_rank:
         data = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(data, root_rank, name="broadcast_object.%s.data" % name)
+    mpi_ops.broadcast_(data, root_rank, name="broadcast_object.%s.data" % name, process_set=process_set)
     if mpi_ops.rank() == root_rank:
         return obj
     return pickle.loads(data.numpy().tobytes())
 
 
-def allgather_object(obj, name=None):
-    """Every rank's `obj` (anything pickle takes), as a list in rank order."""
+def allgather_object(obj, name=None, process_set=mpi_ops.global_process_set):
+    """Every rank's `obj` (anything pickle takes), as a list in rank order (of the process set)."""
     name = name or type(obj).__name__
     payload = pickle.dumps(obj)
     data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
-    sizes = mpi_ops.allgather(torch.tensor([data.numel()], dtype=torch.int64), name="allgather_object.%s.sizes" % name)
-    gathered = mpi_ops.allgather(data, name="allgather_object.%s.data" % name)
+    sizes = mpi_ops.allgather(torch.tensor([data.numel()], dtype=torch.int64), name="allgather_object.%s.sizes" % name,
+                              process_set=process_set)
+    gathered = mpi_ops.allgather(data, name="allgather_object.%s.data" % name, process_set=process_set)
     out, offset = [], 0
     for n in sizes.tolist():
         out.append(pickle.loads(gathered[offset:offset + n].numpy().tobytes()))
@@ -64,12 +66,13 @@ def allgather_object(obj, name=None):
     return out
 
 
-def broadcast_optimizer_state(optimizer, root_rank):
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_ops.global_process_set):
     """Copies root's optimizer state (hyperparameters of every parameter group, and per-parameter
     state such as momentum buffers) to every rank.
 
     The structure travels as one pickled object; every tensor in it travels as a kolo broadcast,
-    so large state costs no pickling.
+    so large state costs no pickling. Root's state goes as it is (empty before the first step), so
+    `model`, which Horovod uses to find sparse parameters when it makes a state up, is not needed.
     """
     state = optimizer.state_dict()
     tensors = []
@@ -86,7 +89,7 @@ def broadcast_optimizer_state(optimizer, root_rank):
         return value
 
     skeleton = broadcast_object(strip(state) if mpi_ops.rank() == root_rank else None, root_rank,
-                                name="broadcast_optimizer_state")
+                                name="broadcast_optimizer_state", process_set=process_set)
     received = []
 
     def fill(value):
@@ -102,7 +105,8 @@ def broadcast_optimizer_state(optimizer, root_rank):
         return value
 
     new_state = fill(skeleton)
-    handles = [mpi_ops.broadcast_async_(t, root_rank, name="broadcast_optimizer_state.%d" % i) for i, t in received]
+    handles = [mpi_ops.broadcast_async_(t, root_rank, name="broadcast_optimizer_state.%d" % i, process_set=process_set)
+               for i, t in received]
     for h in handles:
         mpi_ops.synchronize(h)
     failure = None
@@ -111,13 +115,14 @@ def broadcast_optimizer_state(optimizer, root_rank):
             optimizer.load_state_dict(new_state)
         except Exception as e:  # noqa: BLE001 - reported on every rank below
             failure = "%s: %s" % (type(e).__name__, e)
-    _fail_everywhere(failure, "broadcast_optimizer_state")
+    _fail_everywhere(failure, "broadcast_optimizer_state", process_set)
 
 
-def _fail_everywhere(failure, what):
+def _fail_everywhere(failure, what, process_set=mpi_ops.global_process_set):
     """Every rank learns whether `what` failed on any rank, and then all raise: a rank left behind
     would otherwise wait forever in the next collective for the rank that raised."""
-    failures = allgather_object(failure, name=what + ".outcome")
-    bad = [(r, f) for r, f in enumerate(failures) if f is not None]
+    failures = allgather_object(failure, name=what + ".outcome", process_set=process_set)
+    ranks = process_set.ranks
+    bad = [(ranks[i], f) for i, f in enumerate(failures) if f is not None]
     if bad:
         raise mpi_ops.KoloError("%s failed on %s" % (what, "; ".join("rank %d: %s" % (r, f) for r, f in bad)))

@@ -7,8 +7,11 @@ same order.
 """
 import torch
 
-from kolo import _core
+from kolo import _core, _process_sets
 from kolo._core import KoloError, KoloValueError, _C
+from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+
+_set_id, _set_rank, _set_size = _process_sets.set_id, _process_sets.set_rank, _process_sets.set_size
 
 # Reduce ops.
 Sum = _core.SUM
@@ -106,33 +109,39 @@ def _add(handle, keep, finish, tensor):
 
 # ---- allreduce ------------------------------------------------------------------------------------
 
-def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, compression=_core.COMPRESSION_NONE):
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
+                     compression=_core.COMPRESSION_NONE):
     handle = _C.allreduce_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
-                                float(prescale_factor), float(postscale_factor), compression)
+                                float(prescale_factor), float(postscale_factor), compression,
+                                _set_id(process_set, "allreduce of tensor '%s'" % (name or "(unnamed)")))
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                    _compression=_core.COMPRESSION_NONE):
+                    process_set=global_process_set, _compression=_core.COMPRESSION_NONE):
     """Starts an allreduce of `tensor` into a new tensor; synchronize(handle) returns it."""
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-    return _allreduce_async(tensor, output, name, _op_of(op, average), prescale_factor, postscale_factor, _compression)
+    return _allreduce_async(tensor, output, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
+                            _compression)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                     _compression=_core.COMPRESSION_NONE):
+                     process_set=global_process_set, _compression=_core.COMPRESSION_NONE):
     """Starts an in-place allreduce of `tensor`."""
-    return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, _compression)
+    return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
+                            _compression)
 
 
 class _Allreduce(torch.autograd.Function):
     """The gradient of an allreduce is the allreduce of the gradients (same op and scaling)."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression):
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression, process_set):
         ctx.op, ctx.prescale, ctx.postscale, ctx.compression = op, prescale_factor, postscale_factor, compression
+        ctx.process_set = process_set
         return synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
-                                           postscale_factor=postscale_factor, _compression=compression))
+                                           postscale_factor=postscale_factor, process_set=process_set,
+                                           _compression=compression))
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -140,12 +149,13 @@ class _Allreduce(torch.autograd.Function):
             raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
                             % _OP_NAMES.get(ctx.op, ctx.op))
         grad = synchronize(allreduce_async(grad_output.contiguous(), op=ctx.op, prescale_factor=ctx.prescale,
-                                           postscale_factor=ctx.postscale, _compression=ctx.compression))
-        return grad, None, None, None, None, None
+                                           postscale_factor=ctx.postscale, process_set=ctx.process_set,
+                                           _compression=ctx.compression))
+        return grad, None, None, None, None, None, None
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
-              postscale_factor=1.0):
+              postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` across ranks (Average by default) into a new tensor; autograd flows through.
 
     compression (e.g. Compression.fp16) is applied on the way into the collective and undone on the
@@ -157,43 +167,53 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     if code is not None and _op_of(op, average) == Adasum and code != _core.COMPRESSION_NONE:
         code = None  # Adasum combines in the tensor's own dtype: the cast happens here, as in Horovod
     if code is not None:  # kolo casts in its pack and unpack
-        return _Allreduce.apply(tensor, name, _op_of(op, average), prescale_factor, postscale_factor, code)
+        return _Allreduce.apply(tensor, name, _op_of(op, average), prescale_factor, postscale_factor, code, process_set)
     compressed, ctx = compression.compress(tensor)
     reduced = _Allreduce.apply(compressed, name, _op_of(op, average), prescale_factor, postscale_factor,
-                               _core.COMPRESSION_NONE)
+                               _core.COMPRESSION_NONE, process_set)
     return compression.decompress(reduced, ctx)
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=global_process_set):
     """Reduces `tensor` in place and returns it."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
 
 
 def _group_names(name, count):
     return [None] * count if name is None else ["%s.%d" % (name, i) for i in range(count)]
 
 
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                            process_set=global_process_set):
     """Starts allreduces of several tensors at once (kolo fuses them when they are ready together);
     synchronize(handle) returns the list of results."""
-    handles = [allreduce_async(t, average, n, op, prescale_factor, postscale_factor)
+    handles = [allreduce_async(t, average, n, op, prescale_factor, postscale_factor, process_set)
                for t, n in zip(tensors, _group_names(name, len(tensors)))]
     return _group_handle(handles)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0):
-    handles = [allreduce_async_(t, average, n, op, prescale_factor, postscale_factor)
+                             postscale_factor=1.0, process_set=global_process_set):
+    handles = [allreduce_async_(t, average, n, op, prescale_factor, postscale_factor, process_set)
                for t, n in zip(tensors, _group_names(name, len(tensors)))]
     return _group_handle(handles)
 
 
-def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
+def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, process_set=global_process_set):
+    """Allreduces of several tensors, negotiated together; autograd flows through each."""
+    if compression is None:
+        return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                   process_set))
+    return [allreduce(t, average, n, compression, op, prescale_factor, postscale_factor, process_set)
+            for t, n in zip(tensors, _group_names(name, len(tensors)))]
 
 
-def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
 
 
 # Composite ops (grouped ops, a sparse allreduce): a handle standing for several, whose
@@ -241,10 +261,11 @@ def poll(handle):
 
 # ---- allgather ------------------------------------------------------------------------------------
 
-def allgather_async(tensor, name=None):
+def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts an allgather: every rank's `tensor` concatenated along the first dimension, which may
     differ per rank. synchronize(handle) returns the result."""
-    handle = _C.allgather_async(_name(name), _describe(tensor, name))
+    handle = _C.allgather_async(_name(name), _describe(tensor, name),
+                                _set_id(process_set, "allgather of tensor '%s'" % (name or "(unnamed)")))
     return _add(handle, (tensor,), lambda out: _wrap_output(out, tensor.dtype, tensor.device), tensor)
 
 
@@ -254,90 +275,96 @@ class _Allgather(torch.autograd.Function):
     as for any other parameter."""
 
     @staticmethod
-    def forward(ctx, tensor, name):
-        ctx.rows = tensor.shape[0]
-        return synchronize(allgather_async(tensor, name))
+    def forward(ctx, tensor, name, process_set):
+        ctx.rows, ctx.process_set = tensor.shape[0], process_set
+        return synchronize(allgather_async(tensor, name, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum))
-        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
-        offset = int(rows[:rank()].sum().item())
-        return grad.narrow(0, offset, ctx.rows), None
+        ps = ctx.process_set
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum, process_set=ps))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ps))
+        offset = int(rows[:_set_rank(ps)].sum().item())
+        return grad.narrow(0, offset, ctx.rows), None, None
 
 
-def allgather(tensor, name=None):
+def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenates every rank's `tensor` along the first dimension; autograd flows through."""
-    return _Allgather.apply(tensor, name)
+    return _Allgather.apply(tensor, name, process_set)
 
 
-def grouped_allgather_async(tensors, name=None):
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts allgathers of several tensors at once; synchronize(handle) returns their results."""
-    return _group_handle([allgather_async(t, n) for t, n in zip(tensors, _group_names(name, len(tensors)))])
+    return _group_handle([allgather_async(t, n, process_set)
+                          for t, n in zip(tensors, _group_names(name, len(tensors)))])
 
 
 class _GroupedAllgather(torch.autograd.Function):
     """Several allgathers negotiated together; each gradient as for one (see _Allgather)."""
 
     @staticmethod
-    def forward(ctx, name, *tensors):
-        ctx.rows = [t.shape[0] for t in tensors]
-        return tuple(synchronize(grouped_allgather_async(tensors, name)))
+    def forward(ctx, name, process_set, *tensors):
+        ctx.rows, ctx.process_set = [t.shape[0] for t in tensors], process_set
+        return tuple(synchronize(grouped_allgather_async(tensors, name, process_set)))
 
     @staticmethod
     def backward(ctx, *grads):
-        summed = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Sum))
-        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
-        offsets = rows[:rank()].sum(0).tolist()
-        return (None,) + tuple(g.narrow(0, int(o), n) for g, o, n in zip(summed, offsets, ctx.rows))
+        ps = ctx.process_set
+        summed = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Sum, process_set=ps))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ps))
+        offsets = rows[:_set_rank(ps)].sum(0).tolist()
+        return (None, None) + tuple(g.narrow(0, int(o), n) for g, o, n in zip(summed, offsets, ctx.rows))
 
 
-def grouped_allgather(tensors, name=None):
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """Allgathers of several tensors, negotiated and run together; autograd flows through."""
-    return list(_GroupedAllgather.apply(name, *tensors))
+    return list(_GroupedAllgather.apply(name, process_set, *tensors))
 
 
 # ---- broadcast ------------------------------------------------------------------------------------
 
-def _broadcast_async(tensor, output, root_rank, name):
-    handle = _C.broadcast_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), int(root_rank))
+def _broadcast_async(tensor, output, root_rank, name, process_set):
+    handle = _C.broadcast_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), int(root_rank),
+                                _set_id(process_set, "broadcast of tensor '%s'" % (name or "(unnamed)")))
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
-def broadcast_async(tensor, root_rank, name=None):
-    """Starts a broadcast of root's `tensor` into a new tensor on every rank."""
-    return _broadcast_async(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format), root_rank, name)
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts a broadcast of root's `tensor` into a new tensor on every rank (root_rank: a job rank,
+    which must be in the process set)."""
+    return _broadcast_async(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format), root_rank, name,
+                            process_set)
 
 
-def broadcast_async_(tensor, root_rank, name=None):
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts an in-place broadcast: `tensor` receives root's values."""
-    return _broadcast_async(tensor, tensor, root_rank, name)
+    return _broadcast_async(tensor, tensor, root_rank, name, process_set)
 
 
 class _Broadcast(torch.autograd.Function):
     """The gradient reaches the root only: the sum of every rank's gradient (zero elsewhere)."""
 
     @staticmethod
-    def forward(ctx, tensor, root_rank, name):
-        ctx.root = root_rank
-        return synchronize(broadcast_async(tensor, root_rank, name))
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum))
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum, process_set=ctx.process_set))
         if rank() != ctx.root:
             grad.zero_()
-        return grad, None, None
+        return grad, None, None, None
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """Root's `tensor` on every rank, as a new tensor; autograd flows through."""
-    return _Broadcast.apply(tensor, root_rank, name)
+    return _Broadcast.apply(tensor, root_rank, name, process_set)
 
 
-def broadcast_(tensor, root_rank, name=None):
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """`tensor` receives root's values in place; returns it."""
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
 # ---- alltoall, reducescatter ----------------------------------------------------------------------
@@ -350,10 +377,11 @@ def _splits_list(splits):
     return [int(s) for s in splits]
 
 
-def alltoall_async(tensor, splits=None, name=None):
-    """Starts an alltoall: splits[r] rows (first dimension) go to rank r; without splits the rows
-    are divided evenly. synchronize(handle) returns (output, received_splits)."""
-    handle = _C.alltoall_async(_name(name), _describe(tensor, name), _splits_list(splits))
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall: splits[r] rows (first dimension) go to rank r (of the process set); without
+    splits the rows are divided evenly. synchronize(handle) returns (output, received_splits)."""
+    handle = _C.alltoall_async(_name(name), _describe(tensor, name), _splits_list(splits),
+                               _set_id(process_set, "alltoall of tensor '%s'" % (name or "(unnamed)")))
 
     def finish(out):
         received = torch.tensor(out.received_splits, dtype=torch.int32)
@@ -366,37 +394,40 @@ class _Alltoall(torch.autograd.Function):
     """The gradient goes back the way the rows came: an alltoall with the received splits."""
 
     @staticmethod
-    def forward(ctx, tensor, splits, name):
-        output, received = synchronize(alltoall_async(tensor, splits, name))
-        ctx.received = received
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.received, ctx.process_set = received, process_set
         ctx.mark_non_differentiable(received)
         return output, received
 
     @staticmethod
     def backward(ctx, grad_output, _grad_received):
-        grad, _ = synchronize(alltoall_async(grad_output.contiguous(), ctx.received))
-        return grad, None, None
+        grad, _ = synchronize(alltoall_async(grad_output.contiguous(), ctx.received, process_set=ctx.process_set))
+        return grad, None, None, None
 
 
-def alltoall(tensor, splits=None, name=None):
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Scatters rows of `tensor` to the ranks and gathers theirs; autograd flows through.
 
     Returns the output, or (output, received_splits) when splits are given, as Horovod does.
     """
-    output, received = _Alltoall.apply(tensor, splits, name)
+    output, received = _Alltoall.apply(tensor, splits, name, process_set)
     return output if splits is None else (output, received)
 
 
-def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0,
+                        postscale_factor=1.0):
     """Starts a reducescatter: the reduction of every rank's `tensor`, of which this rank keeps its
-    block of rows (rows divided as evenly as possible, lower ranks taking the extra ones)."""
+    block of rows (rows divided as evenly as possible among the set's ranks, lower ones taking the
+    extra ones)."""
     if tensor.dim() == 0:
         raise KoloValueError("reducescatter of tensor '%s': needs at least one dimension" % (name or "(unnamed)"),
                              _core.INVALID_ARGUMENT)
-    rows = _C.reducescatter_rows(tensor.shape[0], rank(), size())
+    set_id = _set_id(process_set, "reducescatter of tensor '%s'" % (name or "(unnamed)"))
+    rows = _C.reducescatter_rows(tensor.shape[0], _set_rank(process_set), _set_size(process_set))
     output = tensor.new_empty((rows,) + tuple(tensor.shape[1:]))
     handle = _C.reducescatter_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
-                                    float(prescale_factor), float(postscale_factor))
+                                    float(prescale_factor), float(postscale_factor), set_id)
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
@@ -405,40 +436,47 @@ class _Reducescatter(torch.autograd.Function):
     (divided by the rank count for Average)."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
-        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
-        return synchronize(reducescatter_async(tensor, name, op, prescale_factor, postscale_factor))
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.op, ctx.scale, ctx.process_set = op, prescale_factor * postscale_factor, process_set
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
 
     @staticmethod
     def backward(ctx, grad_output):
         if ctx.op not in (Sum, Average):
             raise KoloError("the gradient of a reducescatter with op %s is not defined; use Sum or Average"
                             % _OP_NAMES.get(ctx.op, ctx.op))
-        grad = synchronize(allgather_async(grad_output.contiguous()))
-        scale = ctx.scale / (size() if ctx.op == Average else 1)
-        return (grad * scale if scale != 1 else grad), None, None, None, None
+        grad = synchronize(allgather_async(grad_output.contiguous(), process_set=ctx.process_set))
+        scale = ctx.scale / (_set_size(ctx.process_set) if ctx.op == Average else 1)
+        return (grad * scale if scale != 1 else grad), None, None, None, None, None
 
 
-def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
-    """This rank's block of rows of the reduction of every rank's `tensor`; autograd flows through."""
-    return _Reducescatter.apply(tensor, name, op, prescale_factor, postscale_factor)
+def reducescatter(tensor, name=None, compression=None, op=Average, process_set=global_process_set,
+                  prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's block of rows of the reduction of every rank's `tensor`; autograd flows through.
+    compression (e.g. Compression.fp16) applies on the way in and is undone on the way out."""
+    from kolo.torch.compression import Compression
+    compressed, ctx = (compression or Compression.none).compress(tensor)
+    block = _Reducescatter.apply(compressed, name, op, process_set, prescale_factor, postscale_factor)
+    return (compression or Compression.none).decompress(block, ctx)
 
 
-def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0,
+                                postscale_factor=1.0):
     """Starts reducescatters of several tensors at once; synchronize(handle) returns their results."""
-    return _group_handle([reducescatter_async(t, n, op, prescale_factor, postscale_factor)
+    return _group_handle([reducescatter_async(t, n, op, process_set, prescale_factor, postscale_factor)
                           for t, n in zip(tensors, _group_names(name, len(tensors)))])
 
 
-def grouped_reducescatter(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_reducescatter(tensors, name=None, compression=None, op=Average, process_set=global_process_set,
+                          prescale_factor=1.0, postscale_factor=1.0):
     """Reducescatters of several tensors, negotiated and run together; autograd flows through each."""
-    return [_Reducescatter.apply(t, n, op, prescale_factor, postscale_factor)
+    return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)
             for t, n in zip(tensors, _group_names(name, len(tensors)))]
 
 
 # ---- sparse allreduce -----------------------------------------------------------------------------
 
-def sparse_allreduce_async(tensor, name=None, op=Average):
+def sparse_allreduce_async(tensor, name=None, op=Average, process_set=global_process_set):
     """Starts the allreduce of a sparse COO tensor: every rank's indices and values are gathered
     (rows differ per rank) and synchronize(handle) returns the sum (or average over the ranks) as a
     sparse tensor of the same size, coalesced."""
@@ -451,13 +489,14 @@ def sparse_allreduce_async(tensor, name=None, op=Average):
     t = tensor.coalesce()
     base = _name(name) or None
     # Rows: one per nonzero, so the indices travel transposed (nnz x ndim) and come back so.
-    indices = allgather_async(t.indices().t().contiguous(), None if base is None else base + ".indices")
-    values = allgather_async(t.values().contiguous(), None if base is None else base + ".values")
+    indices = allgather_async(t.indices().t().contiguous(), None if base is None else base + ".indices",
+                              process_set)
+    values = allgather_async(t.values().contiguous(), None if base is None else base + ".values", process_set)
 
     def combine(results):
         gathered_indices, gathered_values = results
         if op == Average:
-            gathered_values = gathered_values / size()
+            gathered_values = gathered_values / _set_size(process_set)
         return torch.sparse_coo_tensor(gathered_indices.t(), gathered_values, t.shape).coalesce()
 
     return _composite_handle([indices, values], combine)
@@ -465,9 +504,9 @@ def sparse_allreduce_async(tensor, name=None, op=Average):
 
 # ---- barrier, join --------------------------------------------------------------------------------
 
-def barrier():
-    """Returns once every rank has called barrier()."""
-    _handles.synchronize(_handles.add(_C.barrier_async(), (), lambda _: None))
+def barrier(process_set=global_process_set):
+    """Returns once every rank (of the process set) has called barrier()."""
+    _handles.synchronize(_handles.add(_C.barrier_async(_set_id(process_set, "barrier")), (), lambda _: None))
 
 
 def join(device=-1):

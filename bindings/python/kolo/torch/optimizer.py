@@ -22,8 +22,9 @@ class _DistributedOptimizer:
     the gradients' allreduces, which hooks started the moment backward produced each gradient."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, sparse_as_dense):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
+        self._process_set = process_set
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
         self._op = op
@@ -48,13 +49,17 @@ class _DistributedOptimizer:
         else:
             self._names = {p: "param.%d" % i for i, p in enumerate(all_params)}
 
+        self._group_of = _groups_of(groups, all_params)  # parameter -> its group (reduced together)
+        self._ready = set()                # parameters of groups waiting for their last gradient
         self._handles = {}                 # parameter -> (handle or None, compressed tensor, ctx)
         self._delay = {p: self._passes for p in all_params}
         self._requires_update = {p for p in all_params if p.requires_grad}
         self._synchronized = False
         self._should_synchronize = True
         self._hook_refs = []
-        if mpi_ops.size() > 1:
+        # Ranks outside the process set step on their own gradients, as in Horovod.
+        self._reducing = bool(process_set.included()) and mpi_ops._set_size(process_set) > 1
+        if self._reducing:
             self._register_hooks()
 
     def _register_hooks(self):
@@ -73,11 +78,22 @@ class _DistributedOptimizer:
                     "Gradients were computed more than backward_passes_per_step times before step() or "
                     "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
             self._delay[p] -= 1
+            self._handles[p] = (None, None, None)
             if self._delay[p] == 0:
-                self._handles[p] = self._allreduce_async(p)
-            else:
-                self._handles[p] = (None, None, None)
+                self._start(p)
         return hook
+
+    def _start(self, p):
+        """Starts p's allreduce, or with groups, its group's once every member's gradient is in."""
+        group = self._group_of.get(p)
+        if group is None:
+            self._handles[p] = self._allreduce_async(p)
+            return
+        self._ready.add(p)
+        if all(q in self._ready for q in group):
+            for q in group:
+                self._ready.discard(q)
+                self._handles[q] = self._allreduce_async(q)
 
     def _allreduce_async(self, p):
         if p.grad is None:
@@ -85,7 +101,8 @@ class _DistributedOptimizer:
         name = "grad." + self._names[p]
         if p.grad.is_sparse:  # an embedding's gradient, say
             if not self._sparse_as_dense:
-                return mpi_ops.sparse_allreduce_async(p.grad, name=name, op=self._op), None, _SPARSE
+                return (mpi_ops.sparse_allreduce_async(p.grad, name=name, op=self._op, process_set=self._process_set),
+                        None, _SPARSE)
             p.grad = p.grad.to_dense()
         code = engine_compression(self._compression, p.grad)
         if code is None:
@@ -99,16 +116,17 @@ class _DistributedOptimizer:
         else:
             pre, post = 1.0, 1.0
         handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op,
-                                          prescale_factor=pre, postscale_factor=post,
+                                          prescale_factor=pre, postscale_factor=post, process_set=self._process_set,
                                           _compression=_core.COMPRESSION_NONE if code is None else code)
         return handle, compressed, ctx
 
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those backward did not reach, so that
         every rank submits the same names) and writes the results into the gradients."""
-        if mpi_ops.size() == 1:
+        if not self._reducing:
             self._synchronized = True
             return
+        self._ready.clear()
         for p in self._requires_update - set(self._handles):
             self._handles[p] = self._allreduce_async(p)
         for p, (handle, _, _) in list(self._handles.items()):
@@ -156,8 +174,32 @@ class _DistributedOptimizer:
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
+def _groups_of(groups, all_params):
+    """Horovod's `groups`: lists of parameters whose gradients are reduced together, once all of them
+    are ready (an int: that many groups of consecutive parameters). Each parameter -> its group."""
+    if groups is None or groups == 0:
+        return {}
+    if isinstance(groups, int):
+        if groups < 0:
+            raise ValueError("num_groups must be positive, got %d" % groups)
+        size = -(-len(all_params) // groups)
+        groups = [all_params[i:i + size] for i in range(0, len(all_params), size)]
+    known = set(all_params)
+    group_of = {}
+    for group in groups:
+        group = list(group)
+        for p in group:
+            if p not in known:
+                raise ValueError("groups: a parameter of a group is not one of the optimizer's parameters")
+            if p in group_of:
+                raise ValueError("groups: a parameter is in more than one group")
+            group_of[p] = group
+    return group_of
+
+
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
-                         op=mpi_ops.Average, gradient_predivide_factor=1.0, sparse_as_dense=False):
+                         op=mpi_ops.Average, gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         sparse_as_dense=False, process_set=mpi_ops.global_process_set):
     """Wraps `optimizer` so that step() applies gradients averaged (op) across every rank.
 
     Each gradient's allreduce starts as soon as backward has produced it, overlapping communication
@@ -166,6 +208,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     reduced as sparse tensors (every rank's rows gathered), or as dense ones with sparse_as_dense.
     The returned object is an instance of the optimizer's own class, so schedulers and checkpoints
     work as before.
+
+    groups (lists of parameters) or num_groups (that many groups of consecutive parameters): each
+    group's gradients are reduced together, once all of them are ready, as in Horovod. process_set:
+    gradients are averaged over its ranks; ranks outside it step on their own gradients.
 
     op=Adasum: Horovod's delta optimizer (kolo/torch/adasum_optimizer.py): each rank steps on its own
     gradients and the steps' changes are combined with Adasum.
@@ -179,10 +225,14 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if op == mpi_ops.Adasum:
         if gradient_predivide_factor != 1.0:
             raise ValueError("gradient_predivide_factor applies to op=Average only")
-        distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step)
+        distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+                          process_set)
     else:
+        if num_groups and groups is not None:
+            raise ValueError("pass num_groups or groups, not both")
         distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                          gradient_predivide_factor, sparse_as_dense)
+                          gradient_predivide_factor, groups if groups is not None else num_groups, sparse_as_dense,
+                          process_set)
     # The state the optimizer has already (momentum restored from a checkpoint before wrapping, as
     # in Horovod's MNIST example) stays with it: the parameter groups are shared, and so is the state.
     distributed.state = optimizer.state

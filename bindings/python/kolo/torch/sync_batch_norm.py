@@ -18,7 +18,8 @@ def _per_channel(t, like):
 
 class _SyncBatchNormFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum):
+    def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum, process_set):
+        ctx.process_set = process_set
         channels = x.shape[1]
         dims = [d for d in range(x.dim()) if d != 1]
         count = x.numel() // channels
@@ -27,7 +28,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         # Every rank's (count, mean, variance), gathered in float64, then combined.
         mine = torch.cat([torch.tensor([float(count)], dtype=torch.float64, device=x.device),
                           mean.double(), var.double()]).unsqueeze(0)
-        every = mpi_ops.allgather(mine)
+        every = mpi_ops.allgather(mine, process_set=process_set)
         counts, means, variances = every[:, :1], every[:, 1:1 + channels], every[:, 1 + channels:]
         total = counts.sum()
         if total.item() <= 1:
@@ -57,7 +58,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         sum_dy = dy.sum(dims)
         sum_dy_xmu = (dy * xmu).sum(dims)
         # The input's gradient depends on every rank's rows through the mean and variance.
-        totals = mpi_ops.allreduce(torch.cat([sum_dy, sum_dy_xmu]), op=mpi_ops.Sum)
+        totals = mpi_ops.allreduce(torch.cat([sum_dy, sum_dy_xmu]), op=mpi_ops.Sum, process_set=ctx.process_set)
         channels = x.shape[1]
         mean_dy = totals[:channels] / ctx.total
         mean_dy_xmu = totals[channels:] / ctx.total
@@ -68,15 +69,21 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         if weight is not None:
             dweight = (dy * xmu * _per_channel(invstd, x)).sum(dims)
             dbias = sum_dy
-        return dx, dweight, dbias, None, None, None, None
+        return dx, dweight, dbias, None, None, None, None, None
 
 
 class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
     """Batch normalization over the whole batch of every rank (Horovod's hvd.SyncBatchNorm).
 
     A drop-in for torch.nn.BatchNorm1d/2d/3d: in training the mean and variance are those of every
-    rank's rows together; in evaluation, or on one rank, it is plain batch normalization.
+    rank's rows together (every rank of `process_set`); in evaluation, or on one rank, it is plain
+    batch normalization.
     """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_set=mpi_ops.global_process_set):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+        self.process_set = process_set
 
     def _check_input_dim(self, input):
         if input.dim() < 2:
@@ -84,7 +91,7 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
 
     def forward(self, input):
         self._check_input_dim(input)
-        if not self.training or mpi_ops.size() == 1:
+        if not self.training or mpi_ops._set_size(self.process_set) == 1:
             return super().forward(input)
         # The momentum as torch's _BatchNorm computes it (None: a cumulative average).
         momentum = 0.0 if self.momentum is None else self.momentum
@@ -95,4 +102,4 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
         running_mean = self.running_mean if self.track_running_stats else None
         running_var = self.running_var if self.track_running_stats else None
         return _SyncBatchNormFunction.apply(input, self.weight, self.bias, running_mean, running_var, self.eps,
-                                            momentum)
+                                            momentum, self.process_set)
