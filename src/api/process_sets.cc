@@ -198,7 +198,7 @@ Status Runtime::start_set_instance(int id, const std::vector<int>& ranks, MPI_Co
     cycles = timeline_cycles_;
   }
   if (!path.empty()) {
-    s = Timeline::open(set_timeline_path(path, id), topo.rank, &timeline);
+    s = Timeline::open(set_timeline_path(path, id), topo.rank, &timeline, -1.0, topo.job_ranks[topo.rank]);
     if (!s.ok()) return s;
   }
   std::unique_ptr<CollectiveRegistry> registry = collectives_for(&config, *instance->mpi, &instance->device);

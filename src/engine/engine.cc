@@ -53,7 +53,8 @@ void Engine::fail_all(const std::string& why, StatusCode code) {
 
 Status Engine::start_timeline(const std::string& path, bool mark_cycles) {
   std::unique_ptr<Timeline> t;
-  Status s = Timeline::open(path, topology_.rank, &t);
+  const int job_rank = topology_.job_ranks.empty() ? topology_.rank : topology_.job_ranks[topology_.rank];
+  Status s = Timeline::open(path, topology_.rank, &t, -1.0, job_rank);
   if (!s.ok()) return s;
   hand_over_timeline(std::move(t), mark_cycles);
   return Status::OK();

@@ -8,14 +8,15 @@
 
 namespace kolo {
 
-Status Timeline::open(const std::string& path, int rank, std::unique_ptr<Timeline>* out, double origin) {
+Status Timeline::open(const std::string& path, int rank, std::unique_ptr<Timeline>* out, double origin,
+                      int job_rank) {
   out->reset();
   std::string file = path;
   const size_t marker = file.find("%r");
   if (marker == std::string::npos) {
     if (rank != 0) return Status::OK();
   } else {
-    file.replace(marker, 2, std::to_string(rank));
+    file.replace(marker, 2, std::to_string(job_rank >= 0 ? job_rank : rank));
   }
   std::FILE* f = std::fopen(file.c_str(), "w");
   if (f == nullptr) {

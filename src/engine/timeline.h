@@ -20,7 +20,10 @@ class Timeline {
   // `path` may contain %r, replaced by the rank; without it only rank 0 writes (out is left null
   // on other ranks).
   // `origin` is time zero of the trace (steady seconds; < 0: now).
-  static Status open(const std::string& path, int rank, std::unique_ptr<Timeline>* out, double origin = -1.0);
+  // `rank`: the rank in the engine's group (0 writes a path without %r); %r becomes `job_rank`, so a
+  // process set's files are named by job rank as everything else is (-1: `rank`).
+  static Status open(const std::string& path, int rank, std::unique_ptr<Timeline>* out, double origin = -1.0,
+                     int job_rank = -1);
   ~Timeline();
 
   // A phase of one tensor, [start, end] in steady seconds; `args` is a JSON object or empty.

@@ -75,6 +75,20 @@ def test_the_gpu_path_through_the_host_double_is_exact_across_hosts_hierarchical
 
 
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_process_sets_across_hosts_hierarchical_inside_a_set():
+    # kolo.torch's process-set suite on 2 hosts x 3 ranks with hierarchical allreduce and allgather:
+    # sets inside one host, sets across both, and one with 2 ranks on each host whose allreduce runs
+    # hierarchically inside the set (its timeline says so).
+    hosts = '"$(echo $CLUSTER_HOSTS | sed "s/,/:3,/g"):3"'
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 6 -H %s --map-by slot -x PYTHONPATH -x KOLO_HIERARCHICAL_ALLREDUCE=1 "
+                     "-x KOLO_HIERARCHICAL_ALLGATHER=1 %s -m pytest -q -p no:cacheprovider -o timeout=120 %s"
+                     % (hosts, sys.executable, ROOT / "tests" / "python" / "test_torch_process_sets.py"),
+                     env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert " passed" in job.stdout and "failed" not in job.stdout and "skipped" not in job.stdout, job.stdout[-2000:]
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
 def test_the_pytorch_example_trains_across_hosts_with_kolorun():
     command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET "
                "--hierarchical-allreduce %s %s"

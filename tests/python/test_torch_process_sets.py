@@ -208,3 +208,37 @@ def test_errors_name_the_set(rank, size):
             kolo.allreduce(torch.ones(2), name="in.flight", op=kolo.Sum, process_set=ps)
         if pending is not None:
             assert torch.equal(kolo.synchronize(pending), torch.full((2,), 2.0))
+
+
+def test_a_set_across_hosts_is_hierarchical_inside_it(rank, size):
+    # The first two ranks of every host: on the emulated cluster (tests/cluster, 2 hosts x 3 ranks,
+    # KOLO_HIERARCHICAL_ALLREDUCE=1) a set spanning both hosts with 2 ranks on each, whose allreduce is
+    # then the hierarchical one (inside the host, across, inside again), as its timeline shows.
+    import os
+    places = kolo.allgather_object((rank, kolo.local_rank(), kolo.cross_rank()))
+    members = [r for r, local, _ in places if local < 2]
+    if len(members) < 2 or len(members) == size:
+        pytest.skip("needs a host with a third rank")
+    hosts = {}
+    for r, local, host in places:
+        if r in members:
+            hosts[host] = hosts.get(host, 0) + 1
+    # Hierarchical where asked for and the set is homogeneous (as many of its ranks on every host; on
+    # one host too, where the composition still runs).
+    hierarchical = os.environ.get("KOLO_HIERARCHICAL_ALLREDUCE") == "1" and len(set(hosts.values())) == 1
+    path = "/tmp/kolo_ps_hier_%d_%%r.json" % size
+    with registered(members) as (ps,):
+        kolo.start_timeline(path)
+        if rank in members:
+            x = kolo.allreduce(torch.arange(7.0) + rank, name="across", op=kolo.Sum, process_set=ps)
+            assert torch.equal(x, torch.arange(7.0) * len(members) + sum(members))
+            g = kolo.allgather(torch.full((2,), float(rank)), name="across.g", process_set=ps)
+            assert torch.equal(g, torch.tensor([float(r) for r in members for _ in range(2)]))
+        kolo.stop_timeline()
+        if rank in members:
+            # A set's file beside the job's, named by job rank as everything is.
+            set_file = path.replace("%r", str(rank)).replace(".json", ".process_set_%d.json" % ps.process_set_id)
+            text = open(set_file).read()
+            os.remove(set_file)
+            assert ("MPI_HIERARCHICAL_ALLREDUCE" in text) == hierarchical, (hierarchical, hosts)
+        os.remove(path.replace("%r", str(rank)))
