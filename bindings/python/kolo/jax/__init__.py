@@ -24,7 +24,8 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "cross_rank", "mpi_threads_supported", "allreduce", "allgather", "broadcast", "broadcast_variables",
            "reducescatter", "barrier", "Sum", "Average", "Min", "Max", "Product", "Adasum", "KoloError",
            "KoloValueError"]
+from kolo._mesh import Mesh, mesh
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 
 __all__ += ["HorovodInternalError", "ProcessSet", "global_process_set", "add_process_set",
-            "remove_process_set"] + list(QUERIES)
+            "remove_process_set", "mesh", "Mesh"] + list(QUERIES)

@@ -27,7 +27,8 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "PartialDistributedOptimizer", "Compression", "Adasum", "Average", "Sum", "allreduce", "allgather", "broadcast",
            "reducescatter", "broadcast_global_variables", "broadcast_variables", "load_model", "callbacks",
            "KoloError", "KoloValueError"]
+from kolo._mesh import Mesh, mesh
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 
 __all__ += ["HorovodInternalError", "ProcessSet", "global_process_set", "add_process_set",
-            "remove_process_set"] + list(QUERIES)
+            "remove_process_set", "mesh", "Mesh"] + list(QUERIES)

@@ -10,6 +10,7 @@
 from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cuda_built, ddl_built,
                         gloo_built, gloo_enabled, is_homogeneous, mpi_built, mpi_enabled, nccl_built, rocm_built,
                         start_timeline, stop_timeline)
+from kolo._mesh import Mesh, mesh
 from kolo.torch.compression import Compression
 from kolo.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                   broadcast_parameters)
@@ -36,4 +37,4 @@ __all__ = [
 ]
 __all__ += ["Adasum", "HorovodInternalError", "SyncBatchNorm", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
             "grouped_reducescatter_async", "sparse_allreduce_async", "ProcessSet", "global_process_set",
-            "add_process_set", "remove_process_set"] + list(QUERIES)
+            "add_process_set", "remove_process_set", "mesh", "Mesh"] + list(QUERIES)
