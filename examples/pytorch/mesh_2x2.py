@@ -5,7 +5,8 @@
 The mesh (2, 2) with axes ("batch", "model") gives each rank two process sets: its replica's ranks
 (along "model": they hold one copy of the network between them) and the ranks holding the same shard
 in the other replica (along "batch": its data-parallel group). Each shard owns half of each layer's
-output features; the activations cross the "model" set with allgather (differentiable), and
+output features; the activations cross the "model" set with allgather (the hidden features' partial
+gradients summed back with reducescatter), and
 DistributedOptimizer averages the gradients over the "batch" set only. Every rank also trains the
 whole network in one process on the whole batch, and the example checks that the shards end up
 equal to the matching slices of it (and exits 1 if not).
@@ -48,13 +49,27 @@ class ShardedNetwork(torch.nn.Module):
             self.second.bias.copy_(full[2].bias[index * o:(index + 1) * o])
         self.model_set = model_set
 
-    def gather_features(self, part, name):
-        # allgather concatenates rows in the set's rank order: features travel as rows.
-        return kolo.allgather(part.t().contiguous(), name=name, process_set=self.model_set).t()
-
     def forward(self, x):
-        hidden = self.gather_features(torch.relu(self.first(x)), "hidden")
-        return self.gather_features(self.second(hidden), "output")
+        # allgather concatenates rows in the set's rank order: features travel as rows (transposed).
+        hidden = SumGradients.apply(torch.relu(self.first(x)).t().contiguous(), self.model_set).t()
+        # Every shard computes the same loss from the output, so the output's gradient is the same on
+        # each: allgather's gradient, the average over the set (Horovod's), is it.
+        return kolo.allgather(self.second(hidden).t().contiguous(), name="output", process_set=self.model_set).t()
+
+
+class SumGradients(torch.autograd.Function):
+    """All of the hidden features, gathered from the shards. Each shard's second layer sees only its
+    own rows of weights, so each shard's gradient for the features is partial: summed over the set
+    (a reducescatter), they are the whole gradient of each shard's features."""
+
+    @staticmethod
+    def forward(ctx, part, model_set):
+        ctx.model_set = model_set
+        return kolo.allgather(part, name="hidden", process_set=model_set).detach()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return kolo.reducescatter(grad.contiguous(), name="hidden.grad", op=kolo.Sum, process_set=ctx.model_set), None
 
 
 def main():
@@ -79,9 +94,7 @@ def main():
     for step in range(STEPS):
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(net(x[mine]), y[mine])
-        # The shards of a replica compute the same loss; kolo differentiates the sum of every rank's
-        # loss, so each contributes its share.
-        (loss / shards).backward()
+        loss.backward()
         optimizer.step()
         ref_optimizer.zero_grad()
         ref_loss = torch.nn.functional.mse_loss(reference(x), y)

@@ -15,12 +15,10 @@ void multiply(const T* src, T* dst, int64_t n, double f) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * f);
 }
 
-// float32 times a factor that float holds exactly (1/2, 1/4, ... for averages over 2^k ranks): the
-// product of two 24-bit significands is exact in double, so rounding it once to float gives what
-// the float product gives, and float arithmetic runs twice as wide.
+// float32 scales in float, the factor rounded to float first: what Horovod's kernels and torch's own
+// `tensor * factor` compute, so results match theirs bit for bit.
 void multiply_float(const float* src, float* dst, int64_t n, double f) {
   const float ff = static_cast<float>(f);
-  if (static_cast<double>(ff) != f) return multiply(src, dst, n, f);
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * ff;
 }
 

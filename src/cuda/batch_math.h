@@ -123,13 +123,16 @@ struct Scale {
   int64_t divisor = 1;
 };
 
-// One element on its way from `From` to `To`. Floating point: widened to double (exact), scaled,
+// One element on its way from `From` to `To`. float32 to float32: scaled in float (the factor rounded
+// to float), as Horovod and torch do. Other floating point: widened to double (exact), scaled,
 // rounded once to To (16-bit types through float, as the CPU path does). Integers are scaled in
 // double and truncated (scaled_integer), then divided, truncating. Bools pass as they are. All of it
 // is what cpu/kernels.cc computes.
 template <typename From, typename To>
 KOLO_HD inline To convert(From x, const Scale& s) {
-  if constexpr (IsFloating<From>::value) {
+  if constexpr (std::is_same<From, float>::value && std::is_same<To, float>::value) {
+    return s.factor == 1.0 ? x : x * static_cast<float>(s.factor);  // as the CPU path: float math
+  } else if constexpr (IsFloating<From>::value) {
     const double d = widen(x);
     return narrow<To>(s.factor == 1.0 ? d : d * s.factor);
   } else if constexpr (std::is_same<From, Bool>::value) {

@@ -14,14 +14,15 @@ def test_allreduce_gradient_is_the_allreduce_of_gradients(rank, size):
         assert torch.equal(x.grad, torch.full((3,), want))
 
 
-def test_allgather_gradient_is_this_ranks_rows_of_the_summed_gradient(rank, size):
+def test_allgather_gradient_is_this_ranks_rows_of_the_averaged_gradient(rank, size):
+    # As in Horovod: the gradients of the gathered rows averaged over the ranks, this rank's rows kept.
     x = torch.full((rank + 1, 2), 1.0, requires_grad=True)
     y = kolo.allgather(x, name="ag.gather")
     weights = torch.arange(y.shape[0] * 2, dtype=torch.float32).reshape(-1, 2) * (rank + 1)
     (y * weights).sum().backward()
     offset = sum(r + 1 for r in range(rank))
     base = torch.arange(y.shape[0] * 2, dtype=torch.float32).reshape(-1, 2)
-    want = base[offset:offset + rank + 1] * sum(r + 1 for r in range(size))
+    want = base[offset:offset + rank + 1] * (sum(r + 1 for r in range(size)) / size)
     assert torch.equal(x.grad, want)
 
 
@@ -29,7 +30,7 @@ def test_broadcast_gradient_reaches_the_root_only(rank, size):
     x = torch.full((4,), 2.0, requires_grad=True)
     y = kolo.broadcast(x, 0, name="ag.bcast")
     (y * (rank + 1)).sum().backward()
-    want = float(sum(r + 1 for r in range(size))) if rank == 0 else 0.0
+    want = sum(r + 1 for r in range(size)) / size if rank == 0 else 0.0  # averaged, as in Horovod
     assert torch.equal(x.grad, torch.full((4,), want))
 
 

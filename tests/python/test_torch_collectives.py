@@ -203,8 +203,9 @@ def test_grouped_allgather_gradient(rank, size):
     b = torch.full((1,), float(rank + 1), requires_grad=True)
     ga, gb = kolo.grouped_allgather([a, b], name="grouped.grad")
     (ga.sum() * 2 + gb.sum() * 3).backward()
-    # Each rank's loss used every rank's rows: the gradient is the sum over ranks of d(loss)/d(rows).
-    assert a.grad.tolist() == [2.0 * size] * 2 and b.grad.tolist() == [3.0 * size]
+    # Each rank's loss used every rank's rows: the gradient is the average over ranks of d(loss)/d(rows),
+    # as in Horovod.
+    assert a.grad.tolist() == [2.0] * 2 and b.grad.tolist() == [3.0]
 
 
 @pytest.mark.parametrize("op", ["Sum", "Average"])
@@ -251,6 +252,34 @@ def test_distributed_optimizer_with_a_sparse_embedding_matches_one_process(spars
         assert torch.allclose(p, q, atol=1e-6), (p - q).abs().max().item()
 
 
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+def test_sparse_adam_gets_sparse_gradients_back(sparse_as_dense, rank, size):
+    # SparseAdam takes sparse gradients only: with sparse_as_dense they are reduced dense and handed
+    # back sparse (Horovod's behaviour), equal to the sparse reduction.
+    torch.manual_seed(3)
+    embedding = torch.nn.Embedding(6, 2, sparse=True)
+    opt = kolo.DistributedOptimizer(torch.optim.SparseAdam(list(embedding.parameters()), lr=0.1),
+                                    sparse_as_dense=sparse_as_dense)
+    assert sorted(opt._parameter_names.values()) == ["param.0"]  # Horovod's attribute
+    embedding(torch.tensor([rank % 6, 5])).sum().backward()
+    opt.synchronize()
+    grad = embedding.weight.grad
+    assert grad.is_sparse
+    expected = torch.zeros(6, 2)
+    for r in range(size):
+        expected[r % 6] += 1.0 / size
+    expected[5] += 1.0
+    assert torch.allclose(grad.to_dense(), expected)
+    with opt.skip_synchronize():
+        opt.step()
+
+
+def test_a_sparse_handle_is_callable(rank, size):
+    t = torch.sparse_coo_tensor(torch.tensor([[rank % 3]]), torch.tensor([1.0]), (3,))
+    handle = kolo.sparse_allreduce_async(t, name="sparse.callable", op=kolo.Sum)
+    assert torch.equal(handle().to_dense(), sum(torch.eye(3)[r % 3] for r in range(size)))
+
+
 def test_bools_reduce_logically_and_integers_scale(rank, size):
     flags = torch.tensor([rank == 0, True, False])
     assert kolo.allreduce(flags, op=kolo.Sum, name="bool.or").tolist() == [True, True, False]
@@ -261,3 +290,15 @@ def test_bools_reduce_logically_and_integers_scale(rank, size):
     got = kolo.allreduce(torch.tensor([3, -3], dtype=torch.int32), op=kolo.Sum, prescale_factor=0.5,
                          postscale_factor=3.0, name="int.scaled")
     assert got.tolist() == [3 * size, -3 * size]
+
+
+def test_float32_scaling_is_torch_arithmetic(size):
+    # Scaled in float32 with the factor rounded to float, as torch's `tensor * factor` and Horovod do:
+    # bit for bit what a script computes by hand.
+    factor = 0.3710550393574891
+    t = torch.arange(-50.0, 50.0) * 1.37
+    summed = kolo.allreduce(t, op=kolo.Sum, prescale_factor=factor, name="f32.scale")
+    expected = (t * factor) * size  # exact: size is at most 3 and the products are whole multiples
+    assert torch.equal(summed, sum([t * factor] * size)) and torch.allclose(summed, expected)
+    post = kolo.allreduce(t, op=kolo.Sum, postscale_factor=factor, name="f32.post")
+    assert torch.equal(post, sum([t] * size) * factor)

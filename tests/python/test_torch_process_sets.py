@@ -123,8 +123,9 @@ def test_autograd_inside_a_set(rank, size):
         y = kolo.allgather(x, name="ag", process_set=ps)
         (y * torch.arange(y.shape[0], dtype=torch.float32).unsqueeze(1)).sum().backward()
         me = members.index(rank)
-        # d/dx of every member's sum of row_index * y: each member contributes the same rows' weights.
-        assert torch.equal(x.grad, torch.tensor([[2.0 * me] * 3, [2.0 * me + 1] * 3]) * len(members))
+        # Every member weighs the gathered rows by their index: averaged over the members (as in
+        # Horovod), this rank's rows keep their weights.
+        assert torch.equal(x.grad, torch.tensor([[2.0 * me] * 3, [2.0 * me + 1] * 3]))
         z = torch.ones(3, requires_grad=True)
         kolo.allreduce(z * (rank + 1), name="ar", op=kolo.Sum, process_set=ps).sum().backward()
         assert torch.equal(z.grad, torch.full((3,), float(rank + 1) * len(members)))

@@ -127,3 +127,24 @@ def test_a_restore_failing_on_one_rank_fails_every_rank(rank, size):
     with pytest.raises(kolo.KoloError, match=r"broadcast_optimizer_state failed on rank 1: ValueError: .*parameter group"):
         kolo.broadcast_optimizer_state(optimizer, root_rank=0)
     kolo.barrier()  # every rank is still in step
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_new_optimizer_gets_its_state_first(wrapped, rank, size):
+    # As in Horovod: an optimizer that has not stepped is given zero gradients and one step of its
+    # own (no reduction), so that its state exists and matches on every rank.
+    torch.manual_seed(5)
+    model = torch.nn.Linear(3, 2)
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    opt = torch.optim.SGD(list(model.parameters()) + [frozen], lr=0.1, momentum=0.9, weight_decay=0.01)
+    if wrapped:
+        opt = kolo.DistributedOptimizer(opt, named_parameters=list(model.named_parameters()) + [("frozen", frozen)])
+    start = model.weight.detach().clone()
+    kolo.broadcast_optimizer_state(opt, root_rank=0)
+    assert frozen.grad is None
+    assert torch.equal(model.weight.grad, torch.zeros(2, 3))
+    # The one step with zero gradients applied the weight decay alone: momentum buffer 0.01 * w.
+    buf = opt.state[model.weight]["momentum_buffer"]
+    assert torch.allclose(buf, 0.01 * start) and torch.allclose(model.weight.detach(), start - 0.1 * 0.01 * start)
+    gathered = kolo.allgather(buf.unsqueeze(0), name="state.buf.%d" % wrapped)
+    assert all(torch.equal(gathered[0], g) for g in gathered)

@@ -31,6 +31,7 @@ class _DistributedAdasumOptimizer:
         else:
             names = {p: "param.%d" % i for i, p in enumerate(all_params)}
         self._names = names
+        self._parameter_names = names  # Horovod's name for it
 
     def synchronize(self):
         """Nothing to wait for: the deltas are combined in step()."""

@@ -71,9 +71,14 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_
     state such as momentum buffers) to every rank.
 
     The structure travels as one pickled object; every tensor in it travels as a kolo broadcast,
-    so large state costs no pickling. Root's state goes as it is (empty before the first step), so
-    `model`, which Horovod uses to find sparse parameters when it makes a state up, is not needed.
+    so large state costs no pickling. An optimizer that has not stepped yet gets its state first, as
+    in Horovod: zero gradients and one step of the optimizer itself (`model` tells which parameters
+    are a sparse embedding's, whose gradients are then sparse).
     """
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state (its state nests parameters' tensors deeply)")
+    if len(optimizer.state_dict()["state"]) == 0:
+        _initialize_state(optimizer, model)
     state = optimizer.state_dict()
     tensors = []
 
@@ -116,6 +121,29 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_
         except Exception as e:  # noqa: BLE001 - reported on every rank below
             failure = "%s: %s" % (type(e).__name__, e)
     _fail_everywhere(failure, "broadcast_optimizer_state", process_set)
+
+
+def _initialize_state(optimizer, model):
+    """A new optimizer has no state (momentum buffers, Adam's moments) until its first step; make it as
+    Horovod does, so that every rank has the same state and the same (zero) gradients afterwards: zero
+    gradients (sparse ones for SparseAdam and for a model's sparse embeddings), then one step of the
+    optimizer itself, without the distributed optimizer's reduction."""
+    sparse = set()
+    if model is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Embedding) and module.sparse:
+                sparse.update(id(p) for p in module.parameters())
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p)
+                if isinstance(optimizer, torch.optim.SparseAdam) or \
+                        (isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                    p.grad = p.grad.to_sparse()
+    if hasattr(type(optimizer), "skip_synchronize"):  # a DistributedOptimizer: its wrapped class's step
+        super(optimizer.__class__, optimizer).step()
+    else:
+        optimizer.step()
 
 
 def _fail_everywhere(failure, what, process_set=mpi_ops.global_process_set):

@@ -200,12 +200,32 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     return _group_handle(handles)
 
 
+class _GroupedAllreduce(torch.autograd.Function):
+    """Several allreduces negotiated together; the gradients go back the same way, together."""
+
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.op, ctx.prescale, ctx.postscale, ctx.process_set = op, prescale_factor, postscale_factor, process_set
+        return tuple(synchronize(grouped_allreduce_async(list(tensors), None, name, op, prescale_factor,
+                                                         postscale_factor, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if ctx.op not in (Sum, Average):
+            raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
+                            % _OP_NAMES.get(ctx.op, ctx.op))
+        reduced = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=ctx.op,
+                                                      prescale_factor=ctx.prescale, postscale_factor=ctx.postscale,
+                                                      process_set=ctx.process_set))
+        return (None, None, None, None, None) + tuple(reduced)
+
+
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=global_process_set):
-    """Allreduces of several tensors, negotiated together; autograd flows through each."""
+    """Allreduces of several tensors, negotiated together; autograd flows through them."""
     if compression is None:
-        return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
-                                                   process_set))
+        return list(_GroupedAllreduce.apply(name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
+                                            *tensors))
     return [allreduce(t, average, n, compression, op, prescale_factor, postscale_factor, process_set)
             for t, n in zip(tensors, _group_names(name, len(tensors)))]
 
@@ -223,11 +243,19 @@ _composites = {}
 _next_composite = [-1]
 
 
+class _CallableHandle(int):
+    """A composite op's handle; calling it synchronizes it (Horovod's sparse_allreduce_async hands back
+    a function)."""
+
+    def __call__(self):
+        return synchronize(self)
+
+
 def _composite_handle(handles, combine=list):
     key = _next_composite[0]
     _next_composite[0] -= 1
     _composites[key] = (handles, combine)
-    return key
+    return _CallableHandle(key)
 
 
 def _group_handle(handles):
@@ -270,9 +298,8 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
 
 
 class _Allgather(torch.autograd.Function):
-    """The gradient of an allgather for this rank's input is its rows of the gradients summed over
-    ranks: the gradient of the sum of every rank's loss, which DistributedOptimizer then averages,
-    as for any other parameter."""
+    """The gradient of an allgather for this rank's input is its rows of the gradients averaged over
+    the ranks (of the set), as in Horovod."""
 
     @staticmethod
     def forward(ctx, tensor, name, process_set):
@@ -282,7 +309,7 @@ class _Allgather(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         ps = ctx.process_set
-        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum, process_set=ps))
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Average, process_set=ps))
         rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ps))
         offset = int(rows[:_set_rank(ps)].sum().item())
         return grad.narrow(0, offset, ctx.rows), None, None
@@ -310,7 +337,7 @@ class _GroupedAllgather(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         ps = ctx.process_set
-        summed = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Sum, process_set=ps))
+        summed = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Average, process_set=ps))
         rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ps))
         offsets = rows[:_set_rank(ps)].sum(0).tolist()
         return (None, None) + tuple(g.narrow(0, int(o), n) for g, o, n in zip(summed, offsets, ctx.rows))
@@ -342,7 +369,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
 
 
 class _Broadcast(torch.autograd.Function):
-    """The gradient reaches the root only: the sum of every rank's gradient (zero elsewhere)."""
+    """The gradient reaches the root only: every rank's gradient averaged, as in Horovod (zero elsewhere)."""
 
     @staticmethod
     def forward(ctx, tensor, root_rank, name, process_set):
@@ -351,7 +378,7 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Sum, process_set=ctx.process_set))
+        grad = synchronize(allreduce_async(grad_output.contiguous(), op=Average, process_set=ctx.process_set))
         if rank() != ctx.root:
             grad.zero_()
         return grad, None, None, None

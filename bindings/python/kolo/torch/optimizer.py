@@ -51,6 +51,8 @@ class _DistributedOptimizer:
 
         self._group_of = _groups_of(groups, all_params)  # parameter -> its group (reduced together)
         self._ready = set()                # parameters of groups waiting for their last gradient
+        self._densified = set()            # sparse gradients being reduced dense (sparse_as_dense)
+        self._parameter_names = self._names  # Horovod's name for it
         self._handles = {}                 # parameter -> (handle or None, compressed tensor, ctx)
         self._delay = {p: self._passes for p in all_params}
         self._requires_update = {p for p in all_params if p.requires_grad}
@@ -99,16 +101,19 @@ class _DistributedOptimizer:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         name = "grad." + self._names[p]
-        if p.grad.is_sparse:  # an embedding's gradient, say
+        grad = p.grad
+        if grad.is_sparse:  # an embedding's gradient, say
             if not self._sparse_as_dense:
-                return (mpi_ops.sparse_allreduce_async(p.grad, name=name, op=self._op, process_set=self._process_set),
+                return (mpi_ops.sparse_allreduce_async(grad, name=name, op=self._op, process_set=self._process_set),
                         None, _SPARSE)
-            p.grad = p.grad.to_dense()
-        code = engine_compression(self._compression, p.grad)
+            # Reduced dense, and made sparse again for the update (SparseAdam takes sparse ones only).
+            grad = grad.to_dense()
+            self._densified.add(p)
+        code = engine_compression(self._compression, grad)
         if code is None:
-            compressed, ctx = self._compression.compress(p.grad)
+            compressed, ctx = self._compression.compress(grad)
         else:  # kolo compresses in its pack and unpack: the gradient is reduced where it lies
-            compressed, ctx = p.grad, None
+            compressed, ctx = grad, None
         # With Average: divide by the predivide factor before summing, and by size / factor after,
         # so large sums of half-precision gradients stay in range.
         if self._op == mpi_ops.Average:
@@ -141,6 +146,9 @@ class _DistributedOptimizer:
                 continue
             if ctx is _SPARSE:
                 p.grad = result
+            elif p in self._densified:
+                self._densified.discard(p)
+                p.grad = self._compression.decompress(compressed, ctx).to_sparse()
             elif compressed is not p.grad:
                 p.grad.copy_(self._compression.decompress(compressed, ctx))
             self._delay[p] = self._passes
@@ -161,8 +169,9 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called right after optimizer.synchronize(): the gradients are "
-                              "reduced again. Use `with optimizer.skip_synchronize(): optimizer.step()`.")
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() right after "
+                              "optimizer.synchronize(): the gradients are reduced again. Use `with "
+                              "optimizer.skip_synchronize(): optimizer.step()`.")
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
