@@ -1,0 +1,59 @@
+"""Horovod's horovod.tensorflow collectives over kolo's ops: allreduce (dense and IndexedSlices),
+grouped_allreduce, reducescatter, grouped_reducescatter, with Horovod's signatures (device_dense and
+device_sparse are accepted: kolo places work by each tensor's device)."""
+import tensorflow as tf
+
+from kolo import _process_sets
+from kolo._process_sets import global_process_set
+from kolo.tensorflow import mpi_ops
+from kolo.tensorflow.compression import Compression
+from kolo.tensorflow.mpi_ops import Average, Sum, _op_of
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=global_process_set,
+              ignore_name_scope=False):
+    """`tensor` reduced over the ranks (Average by default). A tf.IndexedSlices (an embedding's
+    gradient) is reduced as Horovod does: every rank's values and indices gathered (divided by the
+    set's size for Average), so it stays sparse. compression applies to dense tensors."""
+    op = _op_of(op, average)
+    if isinstance(tensor, tf.IndexedSlices):
+        if op not in (Sum, Average):
+            raise ValueError("IndexedSlices are reduced with Sum or Average, not op %r" % (op,))
+        base = mpi_ops._name(name, "allreduce")
+        values = mpi_ops.allgather(tensor.values, name=base + ".values", process_set=process_set)
+        indices = mpi_ops.allgather(tensor.indices, name=base + ".indices", process_set=process_set)
+        if op == Average:
+            values = values / tf.cast(_process_sets.set_size(process_set), values.dtype)
+        return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = mpi_ops._allreduce(compressed, name, op, prescale_factor, postscale_factor, process_set)
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", compression=Compression.none,
+                      op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set,
+                      ignore_name_scope=False, name=None):
+    """Allreduces of several tensors, enqueued together (kolo fuses them)."""
+    names = mpi_ops._group_names(name, len(tensors), "allreduce")
+    return [allreduce(t, average, compression=compression, op=op, prescale_factor=prescale_factor,
+                      postscale_factor=postscale_factor, name=n, process_set=process_set)
+            for t, n in zip(tensors, names)]
+
+
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
+                  process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """This rank's block of rows of the reduction (Average or Sum) of every rank's `tensor`: rows
+    divided as evenly as possible among the set's ranks, the lower ones taking the extra rows."""
+    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    block = mpi_ops._reducescatter(compressed, name, op, prescale_factor, postscale_factor, process_set)
+    return compression.decompress(block, ctx)
+
+
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0, name=None):
+    names = mpi_ops._group_names(name, len(tensors), "reducescatter")
+    return [reducescatter(t, compression=compression, op=op, name=n, process_set=process_set,
+                          prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+            for t, n in zip(tensors, names)]

@@ -1,0 +1,53 @@
+"""Bringing every rank to the same state: variables and arbitrary Python objects."""
+import itertools
+import pickle
+
+import numpy as np
+import tensorflow as tf
+
+from kolo import _host, _process_sets
+from kolo._process_sets import global_process_set
+from kolo.tensorflow import mpi_ops
+
+_calls = itertools.count()
+
+
+def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=False):
+    """Sets every variable to its value on root_rank (after the first step, or before training), in
+    one request of as many broadcasts. Works eagerly and inside tf.function."""
+    variables = list(variables)
+    base = "broadcast_variables.%d" % next(_calls)
+    for i, v in enumerate(variables):
+        v.assign(mpi_ops.broadcast(v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v), root_rank,
+                                   name="%s.%d" % (base, i), process_set=process_set))
+
+
+def _bytes_array(obj):
+    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+
+
+def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
+    """root_rank's `obj` (anything pickle takes) on every rank (of the set). Eager (session: Horovod's
+    TF1 argument, not needed)."""
+    set_id = _process_sets.set_id(process_set, "broadcast_object")
+    name = name or type(obj).__name__
+    mine = _bytes_array(obj) if mpi_ops._core.rank() == root_rank else np.zeros(0, np.uint8)
+    length = _host.broadcast([np.array([mine.size], np.int64)], ["broadcast_object.%s.size" % name], root_rank,
+                             set_id)[0]
+    data = mine if mpi_ops._core.rank() == root_rank else np.zeros(int(length[0]), np.uint8)
+    data = _host.broadcast([data], ["broadcast_object.%s.data" % name], root_rank, set_id)[0]
+    return obj if mpi_ops._core.rank() == root_rank else pickle.loads(data.tobytes())
+
+
+def allgather_object(obj, session=None, name=None, process_set=global_process_set):
+    """Every rank's `obj` (anything pickle takes), as a list in the set's rank order."""
+    set_id = _process_sets.set_id(process_set, "allgather_object")
+    name = name or type(obj).__name__
+    mine = _bytes_array(obj)
+    sizes = _host.allgather([np.array([mine.size], np.int64)], ["allgather_object.%s.sizes" % name], set_id)[0]
+    data = _host.allgather([mine], ["allgather_object.%s.data" % name], set_id)[0]
+    out, offset = [], 0
+    for n in sizes.tolist():
+        out.append(pickle.loads(data[offset:offset + n].tobytes()))
+        offset += n
+    return out

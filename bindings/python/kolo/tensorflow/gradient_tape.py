@@ -1,0 +1,78 @@
+"""DistributedGradientTape: Horovod's way to train with a custom TensorFlow loop. The tape's
+gradient() returns the gradients reduced across ranks (averaged by default): every gradient's
+allreduce is enqueued as soon as it is asked for, and kolo fuses them into few collectives."""
+import tensorflow as tf
+
+from kolo import _process_sets
+from kolo._process_sets import global_process_set
+from kolo.tensorflow import collectives
+from kolo.tensorflow.compression import Compression
+from kolo.tensorflow.mpi_ops import Average
+
+
+def _grad_name(source, index):
+    # A variable's path names its gradient the same way on every rank and at every step.
+    for attr in ("path", "name"):
+        value = getattr(source, attr, None)
+        if isinstance(value, str) and value:
+            return "grad.%s" % value
+    return "grad.%d" % index
+
+
+class _DistributedGradientTape:
+    """Wraps a tf.GradientTape; anything but gradient() goes to the wrapped tape."""
+
+    def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set):
+        self._tape = tape
+        self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
+        self._op = op
+        self._predivide = float(gradient_predivide_factor)
+        self._process_set = process_set
+
+    def __getattr__(self, attr):
+        return getattr(self._tape, attr)
+
+    def __enter__(self):
+        self._tape.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._tape.__exit__(*exc)
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+        grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
+        ps = self._process_set
+        if not ps.included() or _process_sets.set_size(ps) == 1:
+            return grads  # outside the set (or alone in it): this rank's own gradients, as in Horovod
+        flat_sources = tf.nest.flatten(sources)
+        flat = tf.nest.flatten(grads, expand_composites=False)
+        pre, post = 1.0, 1.0
+        if self._op == Average and self._predivide != 1.0:
+            pre, post = 1.0 / self._predivide, self._predivide  # smaller sums in 16 bits
+        reduced = []
+        for i, (g, source) in enumerate(zip(flat, flat_sources)):
+            if g is None:
+                reduced.append(None)
+                continue
+            if isinstance(g, tf.IndexedSlices) and self._sparse_as_dense:
+                g = tf.convert_to_tensor(g)
+            reduced.append(collectives.allreduce(g, compression=self._compression, op=self._op, prescale_factor=pre,
+                                                 postscale_factor=post, name=_grad_name(source, i), process_set=ps))
+        return tf.nest.pack_sequence_as(grads, reduced)
+
+
+def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
+                            sparse_as_dense=False, op=Average, gradient_predivide_factor=1.0, num_groups=0,
+                            groups=None, process_set=global_process_set, scale_local_gradients=True):
+    """A tape whose gradient() returns the gradients reduced over the ranks (op Average, Sum or
+    Adasum), Horovod's signature. IndexedSlices (an embedding's gradients) travel as gathered values
+    and indices, or dense with sparse_as_dense. compression: Compression.fp16 sends floating-point
+    gradients in 16 bits. gradient_predivide_factor: divide before the sum, the rest after.
+    device_dense, device_sparse, num_groups and groups are accepted: kolo places work by the tensors'
+    devices and fuses whatever is ready. A rank outside process_set keeps its own gradients."""
+    _process_sets.set_id(process_set, "DistributedGradientTape")  # registered, or a clear error now
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor applies to op=Average only")
+    return _DistributedGradientTape(gradtape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set)

@@ -1,0 +1,375 @@
+// kolo's collectives as TensorFlow ops (kolo.tensorflow loads them with tf.load_op_library): asynchronous
+// CPU kernels that hand TensorFlow's buffers to kolo through the C ABI and call TensorFlow's done when
+// the op ends (tf_completion.h), so no TensorFlow thread blocks on other ranks. They run eagerly and
+// inside tf.function; shape functions let graphs trace. Every op is stateful: TensorFlow must neither
+// fold two of them into one nor drop one whose result is unused, as every rank must submit it.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kolo/c_api.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+#include "tf_completion.h"
+
+namespace kolo_tf {
+namespace {
+
+using tensorflow::AsyncOpKernel;
+using tensorflow::DataType;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+using tensorflow::shape_inference::InferenceContext;
+using tensorflow::shape_inference::ShapeHandle;
+
+#define KOLO_TF_TYPES "T: {uint8, int8, int16, int32, int64, half, bfloat16, float, double, bool}"
+
+int32_t kolo_dtype(DataType t) {
+  switch (t) {
+    case tensorflow::DT_UINT8: return KOLO_UINT8;
+    case tensorflow::DT_INT8: return KOLO_INT8;
+    case tensorflow::DT_INT16: return KOLO_INT16;
+    case tensorflow::DT_INT32: return KOLO_INT32;
+    case tensorflow::DT_INT64: return KOLO_INT64;
+    case tensorflow::DT_HALF: return KOLO_FLOAT16;
+    case tensorflow::DT_BFLOAT16: return KOLO_BFLOAT16;
+    case tensorflow::DT_FLOAT: return KOLO_FLOAT32;
+    case tensorflow::DT_DOUBLE: return KOLO_FLOAT64;
+    case tensorflow::DT_BOOL: return KOLO_BOOL;
+    default: return -1;  // the op's type constraint keeps these out
+  }
+}
+
+// kolo's status as TensorFlow's, message prefixed "kolo: " (kolo.tensorflow maps it back).
+absl::Status tf_status(int32_t code, const std::string& message) {
+  const std::string m = "kolo: " + message;
+  switch (code) {
+    case KOLO_OK: return absl::OkStatus();
+    case KOLO_INVALID_ARGUMENT: return absl::InvalidArgumentError(m);
+    case KOLO_MISMATCH: return absl::FailedPreconditionError(m);
+    case KOLO_ABORTED: return absl::AbortedError(m);
+    case KOLO_UNSUPPORTED: return absl::UnimplementedError(m);
+    case KOLO_TIMEOUT: return absl::DeadlineExceededError(m);
+    case KOLO_NOT_INITIALIZED: return absl::FailedPreconditionError(m);
+    default: return absl::InternalError(m);
+  }
+}
+
+// A TensorFlow tensor as kolo's descriptor; the shape lives as long as this object.
+struct View {
+  View(const Tensor& t) : shape(t.shape().dims()) {  // NOLINT: implicit on purpose, used inline
+    for (int d = 0; d < t.shape().dims(); ++d) shape[d] = t.shape().dim_size(d);
+    c.data = const_cast<char*>(t.tensor_data().data());
+    c.dtype = kolo_dtype(t.dtype());
+    c.ndim = static_cast<int32_t>(shape.size());
+    c.shape = shape.data();
+    c.strides = nullptr;
+    c.device_type = KOLO_CPU;
+    c.device_index = 0;
+    c.stream = nullptr;
+  }
+  std::vector<int64_t> shape;
+  kolo_tensor c;
+};
+
+// The base of every kernel: the attributes they share, and finishing TensorFlow's side.
+class KoloOp : public AsyncOpKernel {
+ public:
+  explicit KoloOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name_));
+    OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set_));
+  }
+
+ protected:
+  // Runs `then` (may be empty) on success, sets the status otherwise, then calls done.
+  static Finish finisher(OpKernelContext* ctx, DoneCallback done,
+                         std::function<absl::Status(kolo_output*)> then = nullptr) {
+    return [ctx, done, then](int32_t code, const std::string& message, kolo_output* out) {
+      absl::Status s = tf_status(code, message);
+      if (s.ok() && then) s = then(out);
+      if (!s.ok()) ctx->SetStatus(s);
+      done();
+    };
+  }
+
+  std::string name_;
+  int process_set_ = 0;
+};
+
+// allreduce and reducescatter's attributes.
+class ReducingOp : public KoloOp {
+ public:
+  explicit ReducingOp(OpKernelConstruction* c) : KoloOp(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op_));
+    OP_REQUIRES_OK(c, c->GetAttr("prescale_factor", &prescale_));
+    OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale_));
+  }
+
+ protected:
+  int op_ = KOLO_AVERAGE;
+  float prescale_ = 1.0f, postscale_ = 1.0f;
+};
+
+class AllreduceOp : public ReducingOp {
+ public:
+  using ReducingOp::ReducingOp;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& in = ctx->input(0);
+    Tensor* out = nullptr;
+    // In place where TensorFlow lets the input's buffer go (a gradient just computed, usually).
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
+    View i(in), o(*out);
+    submit([&](kolo_done_fn fn, void* data) {
+      return kolo_allreduce_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, op_, prescale_, postscale_,
+                                         KOLO_COMPRESSION_NONE, fn, data);
+    }, finisher(ctx, done));
+  }
+};
+
+class BroadcastOp : public KoloOp {
+ public:
+  explicit BroadcastOp(OpKernelConstruction* c) : KoloOp(c) { OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_)); }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& in = ctx->input(0);
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
+    View i(in), o(*out);
+    submit([&](kolo_done_fn fn, void* data) {
+      return kolo_broadcast_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, root_, fn, data);
+    }, finisher(ctx, done));
+  }
+
+ private:
+  int root_ = 0;
+};
+
+class ReducescatterOp : public ReducingOp {
+ public:
+  using ReducingOp::ReducingOp;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES_ASYNC(ctx, in.dims() > 0,
+                      absl::InvalidArgumentError("kolo: reducescatter of tensor '" + name_ +
+                                                 "': needs at least one dimension (the rows it scatters)"),
+                      done);
+    const int32_t set_rank = kolo_process_set_rank(process_set_), set_size = kolo_process_set_size(process_set_);
+    OP_REQUIRES_ASYNC(ctx, set_rank >= 0 && set_size > 0,
+                      absl::InvalidArgumentError("kolo: reducescatter of tensor '" + name_ + "': " +
+                                                 (set_size > 0 ? std::string("this rank is not in process set ") +
+                                                                     std::to_string(process_set_)
+                                                               : std::string(kolo_last_error()))),
+                      done);
+    TensorShape shape = in.shape();
+    shape.set_dim(0, kolo_reducescatter_rows(in.dim_size(0), set_rank, set_size));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &out), done);
+    View i(in), o(*out);
+    submit([&](kolo_done_fn fn, void* data) {
+      return kolo_reducescatter_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, op_, prescale_, postscale_, fn,
+                                             data);
+    }, finisher(ctx, done));
+  }
+};
+
+// allgather and alltoall learn their output's shape from kolo, which asks for the memory (on its
+// thread) once every rank's rows are known: TensorFlow allocates it there.
+struct Allocation {
+  OpKernelContext* ctx;
+  absl::Status status;
+};
+
+void* allocate_output(void* data, int32_t ndim, const int64_t* dims) {
+  auto* a = static_cast<Allocation*>(data);
+  TensorShape shape;
+  for (int32_t d = 0; d < ndim; ++d) shape.AddDim(dims[d]);
+  Tensor* out = nullptr;
+  a->status = a->ctx->allocate_output(0, shape, &out);
+  if (!a->status.ok()) return nullptr;
+  return shape.num_elements() == 0 ? nullptr : const_cast<char*>(out->tensor_data().data());
+}
+
+class AllgatherOp : public KoloOp {
+ public:
+  using KoloOp::KoloOp;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES_ASYNC(ctx, in.dims() > 0,
+                      absl::InvalidArgumentError("kolo: allgather of tensor '" + name_ +
+                                                 "': needs at least one dimension (the rows it concatenates)"),
+                      done);
+    View i(in);
+    auto* a = new Allocation{ctx, absl::OkStatus()};
+    submit([&](kolo_done_fn fn, void* data) {
+      return kolo_allgather_in_set_async(process_set_, name_.c_str(), &i.c, allocate_output, a, fn, data);
+    }, finisher(ctx, done, [a](kolo_output*) {
+      absl::Status s = a->status;
+      delete a;
+      return s;
+    }));
+  }
+};
+
+class AlltoallOp : public KoloOp {
+ public:
+  using KoloOp::KoloOp;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& splits = ctx->input(1);
+    OP_REQUIRES_ASYNC(ctx, in.dims() > 0,
+                      absl::InvalidArgumentError("kolo: alltoall of tensor '" + name_ +
+                                                 "': needs at least one dimension (the rows it scatters)"),
+                      done);
+    std::vector<int64_t> s(static_cast<size_t>(splits.NumElements()));
+    for (size_t k = 0; k < s.size(); ++k) {
+      s[k] = splits.dtype() == tensorflow::DT_INT64 ? splits.flat<int64_t>()(k) : splits.flat<int32_t>()(k);
+    }
+    View i(in);
+    auto* a = new Allocation{ctx, absl::OkStatus()};
+    submit([&](kolo_done_fn fn, void* data) {
+      return kolo_alltoall_in_set_async(process_set_, name_.c_str(), &i.c, s.empty() ? nullptr : s.data(),
+                                        static_cast<int32_t>(s.size()), allocate_output, a, fn, data);
+    }, finisher(ctx, done, [a, ctx](kolo_output* out) {
+      absl::Status st = a->status;
+      delete a;
+      if (!st.ok()) return st;
+      const int32_t n = kolo_output_num_received_splits(out);
+      Tensor* received = nullptr;
+      st = ctx->allocate_output(1, TensorShape({n}), &received);
+      if (!st.ok()) return st;
+      for (int32_t k = 0; k < n; ++k) received->flat<int32_t>()(k) = static_cast<int32_t>(kolo_output_received_splits(out)[k]);
+      return absl::OkStatus();
+    }));
+  }
+};
+
+class JoinOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    submit([](kolo_done_fn fn, void* data) { return kolo_join_async(fn, data); },
+           [ctx, done](int32_t code, const std::string& message, kolo_output* out) {
+             absl::Status s = tf_status(code, message);
+             Tensor* last = nullptr;
+             if (s.ok()) s = ctx->allocate_output(0, TensorShape({}), &last);
+             if (s.ok()) last->scalar<int32_t>()() = kolo_output_last_joined_rank(out);
+             if (!s.ok()) ctx->SetStatus(s);
+             done();
+           });
+  }
+};
+
+class BarrierOp : public AsyncOpKernel {
+ public:
+  explicit BarrierOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set_));
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const int set = process_set_;
+    submit([set](kolo_done_fn fn, void* data) { return kolo_barrier_in_set_async(set, fn, data); },
+           [ctx, done](int32_t code, const std::string& message, kolo_output*) {
+             absl::Status s = tf_status(code, message);
+             if (!s.ok()) ctx->SetStatus(s);
+             done();
+           });
+  }
+
+ private:
+  int process_set_ = 0;
+};
+
+absl::Status same_shape(InferenceContext* c) {
+  c->set_output(0, c->input(0));
+  return absl::OkStatus();
+}
+
+// Every rank's rows: the first dimension is known only when it runs.
+absl::Status rows_unknown(InferenceContext* c) {
+  ShapeHandle rest;
+  TF_RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 1, &rest));
+  ShapeHandle out;
+  TF_RETURN_IF_ERROR(c->ReplaceDim(c->input(0), 0, c->UnknownDim(), &out));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kolo_tf
+
+REGISTER_OP("KoloAllreduce")
+    .Attr(KOLO_TF_TYPES)
+    .Attr("tensor_name: string")
+    .Attr("reduce_op: int")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
+    .Attr("process_set_id: int = 0")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn(kolo_tf::same_shape);
+
+REGISTER_OP("KoloBroadcast")
+    .Attr(KOLO_TF_TYPES)
+    .Attr("tensor_name: string")
+    .Attr("root_rank: int")
+    .Attr("process_set_id: int = 0")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn(kolo_tf::same_shape);
+
+REGISTER_OP("KoloAllgather")
+    .Attr(KOLO_TF_TYPES)
+    .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn(kolo_tf::rows_unknown);
+
+REGISTER_OP("KoloReducescatter")
+    .Attr(KOLO_TF_TYPES)
+    .Attr("tensor_name: string")
+    .Attr("reduce_op: int")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
+    .Attr("process_set_id: int = 0")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn(kolo_tf::rows_unknown);
+
+REGISTER_OP("KoloAlltoall")
+    .Attr(KOLO_TF_TYPES)
+    .Attr("Tsplits: {int32, int64} = DT_INT32")
+    .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
+    .Input("tensor: T")
+    .Input("splits: Tsplits")
+    .Output("output: T")
+    .Output("received_splits: int32")
+    .SetIsStateful()
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      TF_RETURN_IF_ERROR(kolo_tf::rows_unknown(c));
+      c->set_output(1, c->Vector(c->UnknownDim()));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("KoloJoin").Output("last_joined_rank: int32").SetIsStateful().SetShapeFn(
+    [](tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("KoloBarrier").Attr("process_set_id: int = 0").SetIsStateful().SetShapeFn(
+    [](tensorflow::shape_inference::InferenceContext*) { return absl::OkStatus(); });
+
+REGISTER_KERNEL_BUILDER(Name("KoloAllreduce").Device(tensorflow::DEVICE_CPU), kolo_tf::AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("KoloBroadcast").Device(tensorflow::DEVICE_CPU), kolo_tf::BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("KoloAllgather").Device(tensorflow::DEVICE_CPU), kolo_tf::AllgatherOp);
+REGISTER_KERNEL_BUILDER(Name("KoloReducescatter").Device(tensorflow::DEVICE_CPU), kolo_tf::ReducescatterOp);
+REGISTER_KERNEL_BUILDER(Name("KoloAlltoall").Device(tensorflow::DEVICE_CPU), kolo_tf::AlltoallOp);
+REGISTER_KERNEL_BUILDER(Name("KoloJoin").Device(tensorflow::DEVICE_CPU), kolo_tf::JoinOp);
+REGISTER_KERNEL_BUILDER(Name("KoloBarrier").Device(tensorflow::DEVICE_CPU), kolo_tf::BarrierOp);

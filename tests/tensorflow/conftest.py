@@ -1,0 +1,36 @@
+"""pytest under mpirun for kolo.tensorflow: every rank runs the same tests in the same order, kolo
+initialized once.
+
+    kolorun -np 2 .venv/bin/python -m pytest tests/tensorflow     (ctest: tensorflow_np2, tensorflow_np3)
+
+Only rank 0 reports progress; other ranks report failures only.
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+tf = pytest.importorskip("tensorflow", reason="kolo.tensorflow needs TensorFlow (pip install tensorflow-cpu)")
+import kolo.tensorflow as kolo  # noqa: E402
+
+
+def pytest_configure(config):
+    kolo.init()
+    if kolo.rank() != 0:
+        config.option.verbose = -1
+        config.option.reportchars = "f"
+
+
+def pytest_unconfigure(config):
+    kolo.shutdown()
+
+
+@pytest.fixture
+def rank():
+    return kolo.rank()
+
+
+@pytest.fixture
+def size():
+    return kolo.size()

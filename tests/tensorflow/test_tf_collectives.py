@@ -1,0 +1,156 @@
+"""kolo.tensorflow's ops: exact results eagerly and inside tf.function for every dtype TensorFlow and
+kolo share, uneven allgather, gradients against their formulas, errors naming the tensor on every
+rank, process sets, and the helpers."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kolo.tensorflow as kolo
+
+DTYPES = [tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
+MODES = ["eager", "function"]
+
+
+def run(mode, fn, *args):
+    return (tf.function(fn) if mode == "function" else fn)(*args)
+
+
+def values(rank, dtype, shape=(3, 2)):
+    return tf.cast(tf.reshape(tf.range(np.prod(shape)), shape) + rank, dtype)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allreduce_sum_min_max_every_dtype(mode, dtype, rank, size):
+    x = values(rank, dtype)
+    name = "ar.%s.%s" % (mode, dtype.name)
+
+    def step(v):
+        return (kolo.allreduce(v, op=kolo.Sum, name=name + ".sum"), kolo.allreduce(v, op=kolo.Min, name=name + ".min"),
+                kolo.allreduce(v, op=kolo.Max, name=name + ".max"))
+
+    s, lo, hi = run(mode, step, x)
+    base = np.arange(6).reshape(3, 2)
+    np.testing.assert_array_equal(s.numpy().astype(np.float64), sum(base + r for r in range(size)))
+    np.testing.assert_array_equal(lo.numpy().astype(np.float64), base)
+    np.testing.assert_array_equal(hi.numpy().astype(np.float64), base + size - 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_average_prescale_postscale_and_bools(mode, rank, size):
+    def step(v, flags):
+        return (kolo.allreduce(v, name="avg." + mode), kolo.allreduce(v, op=kolo.Sum, prescale_factor=0.5,
+                                                                      postscale_factor=4.0, name="scaled." + mode),
+                kolo.allreduce(flags, op=kolo.Sum, name="or." + mode), kolo.allreduce(flags, op=kolo.Min,
+                                                                                        name="and." + mode))
+
+    avg, scaled, any_, all_ = run(mode, step, tf.fill([4], float(rank)), tf.constant([rank == 0, True, False]))
+    np.testing.assert_array_equal(avg.numpy(), np.full(4, np.float32(sum(range(size))) * np.float32(1.0 / size)))
+    np.testing.assert_array_equal(scaled.numpy(), np.full(4, 2.0 * sum(range(size))))
+    assert any_.numpy().tolist() == [True, True, False] and all_.numpy().tolist() == [size == 1, True, False]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [tf.int32, tf.float32, tf.float64, tf.bool])
+def test_allgather_uneven_broadcast_alltoall_reducescatter(mode, dtype, rank, size):
+    tag = "%s.%s" % (mode, dtype.name)
+
+    def step(rows, v, sendrows):
+        gathered = kolo.allgather(rows, name="ag." + tag)
+        root = kolo.broadcast(v, root_rank=size - 1, name="bc." + tag)
+        received, counts = kolo.alltoall(sendrows, splits=tf.fill([size], 2), name="a2a." + tag)
+        return gathered, root, received, counts
+
+    rows = tf.cast(tf.fill([rank + 1, 2], rank + 1), dtype)  # uneven: rank r gives r + 1 rows
+    gathered, root, received, counts = run(mode, step, rows, values(rank, dtype),
+                                           tf.cast(tf.fill([2 * size, 1], rank), dtype))
+    expected = np.concatenate([np.full((r + 1, 2), r + 1) for r in range(size)])
+    np.testing.assert_array_equal(gathered.numpy().astype(np.int64), expected.astype(bool) if dtype == tf.bool
+                                  else expected)
+    np.testing.assert_array_equal(root.numpy(), values(size - 1, dtype).numpy())
+    np.testing.assert_array_equal(received.numpy()[:, 0].astype(np.int64),
+                                  np.repeat(np.arange(size), 2).astype(bool) if dtype == tf.bool
+                                  else np.repeat(np.arange(size), 2))
+    assert counts.numpy().tolist() == [2] * size
+    if dtype != tf.bool:
+        block = run(mode, lambda v: kolo.reducescatter(v, op=kolo.Sum, name="rs." + tag),
+                    tf.cast(tf.ones([2 * size + 1, 2]) * (rank + 1), dtype))
+        share = 3 if rank == 0 else 2
+        np.testing.assert_array_equal(block.numpy(), np.full((share, 2), sum(r + 1 for r in range(size))))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradients_follow_kolo_torchs_formulas(mode, rank, size):
+    x = tf.Variable(tf.fill([2, 3], float(rank + 1)))
+
+    def grads():
+        with tf.GradientTape(persistent=True) as tape:
+            summed = kolo.allreduce(x * (rank + 1), op=kolo.Sum, name="g.ar." + mode)
+            gathered = kolo.allgather(x, name="g.ag." + mode)
+            root = kolo.broadcast(x, root_rank=0, name="g.bc." + mode)
+            block = kolo.reducescatter(tf.tile(x, [size, 1]), op=kolo.Average, name="g.rs." + mode)
+            weights = tf.reshape(tf.range(2 * size * 3, dtype=tf.float32), [2 * size, 3])
+            losses = [tf.reduce_sum(summed), tf.reduce_sum(gathered * weights), tf.reduce_sum(root * (rank + 1)),
+                      tf.reduce_sum(block)]
+        return [tape.gradient(loss, x) for loss in losses]
+
+    g_ar, g_ag, g_bc, g_rs = run(mode, grads)
+    # allreduce: the Sum allreduce of the gradients (each rank's is rank + 1).
+    np.testing.assert_array_equal(g_ar.numpy(), np.full((2, 3), (rank + 1) * size))
+    # allgather: this rank's rows of the gradients averaged over the ranks (all equal here).
+    np.testing.assert_array_equal(g_ag.numpy(), np.arange(2 * size * 3).reshape(2 * size, 3)[2 * rank:2 * rank + 2])
+    # broadcast: averaged over the ranks at the root, zero elsewhere.
+    want = np.float32(sum(r + 1 for r in range(size))) * np.float32(1.0 / size) if rank == 0 else 0.0
+    np.testing.assert_array_equal(g_bc.numpy(), np.full((2, 3), want, np.float32))
+    # reducescatter (Average): the allgather of the blocks' gradients (ones), divided by the size,
+    # summed over the tiles.
+    np.testing.assert_allclose(g_rs.numpy(), np.full((2, 3), 1.0), rtol=1e-6)
+
+
+def test_errors_name_the_tensor_on_every_rank(rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    with pytest.raises(tf.errors.OpError, match=r"kolo: .*Mismatched dtype for tensor 'mixed'"):
+        kolo.allreduce(tf.ones(2, tf.float32 if rank == 0 else tf.float64), name="mixed")
+    with pytest.raises(tf.errors.OpError, match=r"kolo: .*Mismatched .*shape.* for tensor 'shapes'"):
+        kolo.allreduce(tf.ones(2 + rank), name="shapes")
+    with pytest.raises(kolo.KoloValueError, match=r"allreduce of tensor 'cplx' on rank %d: dtype complex64" % rank):
+        kolo.allreduce(tf.ones(2, tf.complex64), name="cplx")
+    with pytest.raises(kolo.KoloValueError, match="needs at least one dimension"):
+        kolo.allgather(tf.constant(1.0), name="scalar")
+
+
+def test_process_sets_and_helpers(rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    even, odd = list(range(0, size, 2)), list(range(1, size, 2))
+    sets = [kolo.add_process_set(even), kolo.add_process_set(odd)]
+    try:
+        ps, members = (sets[0], even) if rank % 2 == 0 else (sets[1], odd)
+        got = kolo.allreduce(tf.constant([float(rank)]), op=kolo.Sum, name="ps", process_set=ps)
+        assert got.numpy().tolist() == [float(sum(members))]
+        assert kolo.allgather_object(rank * 10, process_set=ps) == [r * 10 for r in members]
+        assert kolo.broadcast_object({"from": rank}, root_rank=members[-1], process_set=ps) == {"from": members[-1]}
+        assert int(kolo.size_op(ps.process_set_id)) == len(members) and int(kolo.process_set_included_op(
+            sets[1 - rank % 2].process_set_id)) == 0
+        kolo.barrier(process_set=ps)
+    finally:
+        for s in sets:
+            kolo.remove_process_set(s)
+    assert int(kolo.rank_op()) == rank and int(kolo.size_op()) == size and int(kolo.local_rank_op()) == kolo.local_rank()
+    v = [tf.Variable([float(rank)] * 2), tf.Variable(float(rank) * 3)]
+    kolo.broadcast_(v, root_rank=0)
+    assert v[0].numpy().tolist() == [0.0, 0.0] and float(v[1].numpy()) == 0.0
+    assert kolo.gloo_built() is False and kolo.mpi_built() is True
+
+
+def test_indexed_slices_stay_sparse(rank, size):
+    # An embedding's gradient: every rank's rows gathered, averaged over the ranks.
+    slices = tf.IndexedSlices(tf.fill([1, 2], float(rank + 1)), tf.constant([rank % 4]), tf.constant([4, 2]))
+    got = kolo.allreduce(slices, name="slices")
+    assert isinstance(got, tf.IndexedSlices)
+    dense = tf.convert_to_tensor(got).numpy()
+    expected = np.zeros((4, 2))
+    for r in range(size):
+        expected[r % 4] += (r + 1) / size
+    np.testing.assert_allclose(dense, expected, rtol=1e-6)
