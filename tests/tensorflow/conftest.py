@@ -8,6 +8,7 @@ Only rank 0 reports progress; other ranks report failures only.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # kolo.tensorflow's Keras pieces
 
 import pytest  # noqa: E402
 

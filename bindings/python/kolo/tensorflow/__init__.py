@@ -40,4 +40,12 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "join", "barrier", "Sum", "Average", "Min", "Max", "Product", "Adasum", "Compression",
            "broadcast_variables", "broadcast_object", "allgather_object", "DistributedGradientTape", "ProcessSet",
            "global_process_set", "add_process_set", "remove_process_set", "mesh", "Mesh", "KoloError",
-           "KoloValueError", "HorovodInternalError"] + list(QUERIES)
+           "KoloValueError", "HorovodInternalError", "DistributedOptimizer", "SyncBatchNormalization"] + list(QUERIES)
+
+
+def __getattr__(name):
+    # The Keras pieces import Keras (its TensorFlow backend) only when asked for.
+    if name in ("DistributedOptimizer", "SyncBatchNormalization"):
+        from kolo.tensorflow import keras_parts
+        return getattr(keras_parts, name)
+    raise AttributeError("module 'kolo.tensorflow' has no attribute %r" % name)
