@@ -1,4 +1,5 @@
 """Gradients through kolo's collectives, checked against the formula."""
+import pytest
 import torch
 
 import kolo.torch as kolo
@@ -43,9 +44,11 @@ def test_alltoall_gradient_goes_back_where_rows_came_from(rank, size):
     assert torch.equal(x.grad, want)
 
 
-def test_reducescatter_gradient_is_the_allgather_of_gradients(rank, size):
+@pytest.mark.parametrize("op", ["Average", "Sum"])
+def test_reducescatter_gradient_is_the_allgather_of_gradients(op, rank, size):
+    # Horovod's formula: the blocks' gradients gathered, times the size for Sum.
     x = torch.ones(size * 2, requires_grad=True)
-    y = kolo.reducescatter(x, op=kolo.Average, name="ag.rs")
+    y = kolo.reducescatter(x, op=getattr(kolo, op), name="ag.rs." + op)
     (y * (rank + 1)).sum().backward()
-    want = torch.tensor([float(r + 1) for r in range(size) for _ in range(2)]) * (1.0 / size)
+    want = torch.tensor([float(r + 1) for r in range(size) for _ in range(2)]) * (size if op == "Sum" else 1)
     assert torch.equal(x.grad, want)

@@ -102,9 +102,9 @@ def test_gradients_follow_kolo_torchs_formulas(mode, rank, size):
     # broadcast: averaged over the ranks at the root, zero elsewhere.
     want = np.float32(sum(r + 1 for r in range(size))) * np.float32(1.0 / size) if rank == 0 else 0.0
     np.testing.assert_array_equal(g_bc.numpy(), np.full((2, 3), want, np.float32))
-    # reducescatter (Average): the allgather of the blocks' gradients (ones), divided by the size,
+    # reducescatter (Average, Horovod's formula): the allgather of the blocks' gradients (ones),
     # summed over the tiles.
-    np.testing.assert_allclose(g_rs.numpy(), np.full((2, 3), 1.0), rtol=1e-6)
+    np.testing.assert_allclose(g_rs.numpy(), np.full((2, 3), float(size)), rtol=1e-6)
 
 
 def test_errors_name_the_tensor_on_every_rank(rank, size):

@@ -187,13 +187,13 @@ def _reducescatter(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_fac
 
 @tf.RegisterGradient("KoloReducescatter")
 def _reducescatter_grad(op, grad):
-    """Every rank's input fed every block: the allgather of the blocks' gradients, scaled as the
-    forward was (and divided by the set's size for Average), as kolo.torch."""
+    """The allgather of the blocks' gradients, scaled as the forward was and, for Sum, multiplied by
+    the set's size: Horovod's formula, as kolo.torch."""
     set_id = op.get_attr("process_set_id")
     gathered = _ops.kolo_allgather(grad, tensor_name=_attr_name(op) + ".grad", process_set_id=set_id)
     scale = op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
-    if op.get_attr("reduce_op") == Average:
-        scale /= _set_place(set_id)[1]
+    if op.get_attr("reduce_op") == Sum:
+        scale *= _set_place(set_id)[1]
     return gathered * tf.cast(scale, gathered.dtype) if scale != 1.0 else gathered
 
 

@@ -459,8 +459,8 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
 
 
 class _Reducescatter(torch.autograd.Function):
-    """Every rank's input fed every block; the gradient is the allgather of the blocks' gradients
-    (divided by the rank count for Average)."""
+    """The gradient is the allgather of the blocks' gradients, scaled as the forward was and, for Sum,
+    multiplied by the set's size: Horovod's formula."""
 
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
@@ -473,7 +473,8 @@ class _Reducescatter(torch.autograd.Function):
             raise KoloError("the gradient of a reducescatter with op %s is not defined; use Sum or Average"
                             % _OP_NAMES.get(ctx.op, ctx.op))
         grad = synchronize(allgather_async(grad_output.contiguous(), process_set=ctx.process_set))
-        scale = ctx.scale / (_set_size(ctx.process_set) if ctx.op == Average else 1)
+        # Horovod's formula: the gathered gradients, times the set's size for Sum (not for Average).
+        scale = ctx.scale * (_set_size(ctx.process_set) if ctx.op == Sum else 1)
         return (grad * scale if scale != 1 else grad), None, None, None, None, None
 
 
