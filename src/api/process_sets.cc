@@ -185,9 +185,8 @@ Status Runtime::start_set_instance(int id, const std::vector<int>& ranks, MPI_Co
   Status s = MpiContext::create(comm, &instance->mpi);
   MPI_Comm_free(&comm);  // the context made its own from it
   if (!s.ok()) return s;
+  instance->mpi->mark_process_set(id, ranks);
   Topology topo = instance->mpi->topology();
-  topo.process_set = id;
-  topo.job_ranks = ranks;
   Config config = base_config_;
   std::unique_ptr<Timeline> timeline;
   std::string path;

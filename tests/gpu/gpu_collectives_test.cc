@@ -392,5 +392,49 @@ TEST(GpuJoin, AJoinedRankTakesPartFromItsGpuWithTheIdentity) {
   EXPECT_EQ(after.download().get(0), expected);
 }
 
+// GPU tensors in process sets: each set runs on communicators of its own (NCCL ones on a GPU), the
+// even and the odd ranks at once, each op against the CPU path in the same set.
+TEST(GpuProcessSets, DisjointSetsMatchTheCpuPathInTheSet) {
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  std::vector<int> even, odd;
+  for (int r = 0; r < size(); ++r) (r % 2 ? odd : even).push_back(r);
+  int even_id = -1, odd_id = -1;
+  ASSERT_TRUE(add_process_set(even, &even_id).ok());
+  ASSERT_TRUE(add_process_set(odd, &odd_id).ok());
+  const bool is_even = rank() % 2 == 0;
+  const std::vector<int>& members = is_even ? even : odd;
+  const int id = is_even ? even_id : odd_id;
+
+  const Buffer host = input_for(DataType::kFloat32, {1001}, ReduceOp::kSum);
+  DeviceTensor in(host);
+  ReduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  sum.process_set = id;
+  ASSERT_TRUE(allreduce("set.ar", in.view(), in.view(), sum).ok());
+  Buffer cpu = host;
+  ASSERT_TRUE(allreduce("set.cpu.ar", cpu.view(), cpu.view(), sum).ok());
+  EXPECT_TRUE(same_bytes(in.download(), cpu));
+
+  BroadcastOptions bo;
+  bo.process_set = id;
+  Buffer mine = input_for(DataType::kInt32, {7}, ReduceOp::kSum, rank());
+  DeviceTensor b(mine);
+  ASSERT_TRUE(broadcast("set.bc", b.view(), b.view(), members.back(), bo).ok());  // root: a job rank
+  ASSERT_TRUE(broadcast("set.cpu.bc", mine.view(), mine.view(), members.back(), bo).ok());
+  EXPECT_TRUE(same_bytes(b.download(), mine));
+
+  SizedOutputOptions so;
+  so.process_set = id;
+  DeviceTensor rows(DataType::kFloat64, {2, 3});
+  rows.upload(input_for(DataType::kFloat64, {2, 3}, ReduceOp::kSum));
+  Output gathered;
+  ASSERT_TRUE(allgather("set.ag", rows.view(), &gathered, so).ok());
+  EXPECT_EQ(gathered.view.shape, (std::vector<int64_t>{2 * static_cast<int64_t>(members.size()), 3}));
+
+  ASSERT_TRUE(barrier().ok());
+  ASSERT_TRUE(remove_process_set(even_id).ok());
+  ASSERT_TRUE(remove_process_set(odd_id).ok());
+}
+
 }  // namespace
 }  // namespace kolo

@@ -166,7 +166,9 @@ Status DeviceContext::comm(Group group, DeviceComm** out) {
   CommMembers members;
   MPI_Comm_rank(mc, &members.rank);
   MPI_Comm_size(mc, &members.size);
-  const int me = mpi_.topology().rank;
+  // Job ranks, also in a process set (whose topology counts its own ranks from 0).
+  const Topology& topo = mpi_.topology();
+  const int me = topo.job_ranks.empty() ? topo.rank : topo.job_ranks[static_cast<size_t>(topo.rank)];
   members.job_ranks.resize(static_cast<size_t>(members.size));
   KOLO_MPI_RETURN_IF_ERROR(MPI_Allgather(&me, 1, MPI_INT, members.job_ranks.data(), 1, MPI_INT, mc),
                            "MPI_Allgather (members of a GPU communicator)");

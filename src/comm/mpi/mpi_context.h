@@ -29,6 +29,12 @@ class MpiContext {
   MPI_Comm local() const { return local_; }   // ranks on this host
   MPI_Comm cross() const { return cross_; }   // ranks with this local rank, one per host
   const Topology& topology() const { return topology_; }
+  // A process set's context: which set it is and its members' job ranks (set-rank order), so that
+  // what is built on it (a GPU communicator's members) can name job ranks.
+  void mark_process_set(int id, std::vector<int> job_ranks) {
+    topology_.process_set = id;
+    topology_.job_ranks = std::move(job_ranks);
+  }
   // Ranks on each host, hosts in cross-rank order, ranks in local-rank order.
   const std::vector<std::vector<int>>& host_members() const { return host_members_; }
 
