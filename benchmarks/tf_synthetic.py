@@ -48,6 +48,8 @@ def worker(args):
     # One core's worth of threads per worker, the same for both modes (the workers share the machine).
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(2)
+    # The strategy configures TensorFlow's collectives: before anything starts TensorFlow's runtime.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy() if args.worker == "strategy" else None
     shape = (args.batch_size, args.image_size, args.image_size, 3)
 
     def make_model():
@@ -78,7 +80,6 @@ def worker(args):
         def run_step(i):
             step(i == 0)
     else:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
         resolver = strategy.cluster_resolver
         rank, size = resolver.task_id, strategy.num_replicas_in_sync
         with strategy.scope():
