@@ -154,3 +154,20 @@ def test_indexed_slices_stay_sparse(rank, size):
     for r in range(size):
         expected[r % 4] += (r + 1) / size
     np.testing.assert_allclose(dense, expected, rtol=1e-6)
+
+
+def test_ops_in_a_function_run_concurrently_and_always(rank, size):
+    # Not chained in program order (so kolo can fuse them), and run even when the result is unused
+    # (every rank must submit them): control outputs of the function.
+    @tf.function
+    def step(a, b):
+        kolo.allreduce(b, name="unused.%d" % size)
+        return kolo.allreduce(a, name="first"), kolo.allgather(a, name="second")
+
+    concrete = step.get_concrete_function(tf.TensorSpec([2]), tf.TensorSpec([2]))
+    ops = [op for op in concrete.graph.get_operations() if op.type.startswith("Kolo")]
+    assert sorted(op.type for op in ops) == ["KoloAllgather", "KoloAllreduce", "KoloAllreduce"]
+    assert all(not op.control_inputs for op in ops)
+    assert {op.name for op in ops} <= {op.name for op in concrete.graph.control_outputs}
+    first, second = step(tf.ones(2), tf.ones(2))
+    assert first.numpy().tolist() == [1.0, 1.0] and second.shape == (2 * size,)

@@ -22,6 +22,18 @@ except (tf.errors.NotFoundError, OSError) as e:  # pragma: no cover - a build wi
     raise ImportError("kolo.tensorflow's ops (%s) could not be loaded: %s. Build kolo with a Python that has "
                       "TensorFlow (cmake -DKOLO_TF_PYTHON=..., .ci/setup does it with .venv)" % (_LIBRARY, e)) from e
 
+# Inside tf.function, TensorFlow runs stateful ops in program order, each after the one before has
+# finished: kolo's ops would then reach the engine one at a time and never fuse. They need not be
+# ordered (kolo matches ops across ranks by name), but must run even when their result is unused, as
+# every rank must submit them: what TensorFlow's "must run, order insensitive" ops get.
+_KOLO_OPS = frozenset(("KoloAllreduce", "KoloAllgather", "KoloBroadcast", "KoloAlltoall", "KoloReducescatter",
+                       "KoloJoin", "KoloBarrier"))
+try:
+    from tensorflow.python.framework import auto_control_deps as _acd
+    _acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS = frozenset(_acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS) | _KOLO_OPS
+except (ImportError, AttributeError):  # pragma: no cover - another TensorFlow: program order, correct but slower
+    pass
+
 Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 _SUPPORTED = (tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64,
