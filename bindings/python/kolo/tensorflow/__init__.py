@@ -27,8 +27,8 @@ from kolo._mesh import Mesh, mesh
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from kolo.tensorflow.collectives import allreduce, grouped_allreduce, grouped_reducescatter, reducescatter
 from kolo.tensorflow.compression import Compression
-from kolo.tensorflow.functions import allgather_object, broadcast_object, broadcast_variables
-from kolo.tensorflow.gradient_tape import DistributedGradientTape
+from kolo.tensorflow.functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
+from kolo.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from kolo.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, alltoall, barrier, broadcast,
                                      broadcast_, grouped_allgather, join, local_rank_op, local_size_op,
                                      process_set_included_op, rank_op, size_op)
@@ -40,7 +40,8 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "join", "barrier", "Sum", "Average", "Min", "Max", "Product", "Adasum", "Compression",
            "broadcast_variables", "broadcast_object", "allgather_object", "DistributedGradientTape", "ProcessSet",
            "global_process_set", "add_process_set", "remove_process_set", "mesh", "Mesh", "KoloError",
-           "KoloValueError", "HorovodInternalError", "DistributedOptimizer", "SyncBatchNormalization"] + list(QUERIES)
+           "KoloValueError", "HorovodInternalError", "DistributedOptimizer", "SyncBatchNormalization",
+           "PartialDistributedGradientTape", "broadcast_object_fn"] + list(QUERIES)
 
 
 def __getattr__(name):

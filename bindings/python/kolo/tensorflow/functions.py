@@ -51,3 +51,9 @@ def allgather_object(obj, session=None, name=None, process_set=global_process_se
         out.append(pickle.loads(data[offset:offset + n].tobytes()))
         offset += n
     return out
+
+
+def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):
+    """A function that broadcasts an object from root_rank each time it is called (Horovod's form for
+    TensorFlow 1 sessions; here it calls broadcast_object)."""
+    return lambda obj: broadcast_object(obj, root_rank, name=name or "broadcast_object_fn", process_set=process_set)

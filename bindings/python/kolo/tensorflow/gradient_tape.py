@@ -22,13 +22,20 @@ def _grad_name(source, index):
 class _DistributedGradientTape:
     """Wraps a tf.GradientTape; anything but gradient() goes to the wrapped tape."""
 
-    def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set):
+    def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set,
+                 scale_local_gradients=True):
         self._tape = tape
+        self._local = set()  # ids of sources whose gradients stay on this rank
+        self._scale_local = scale_local_gradients
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
         self._op = op
         self._predivide = float(gradient_predivide_factor)
         self._process_set = process_set
+
+    def register_local_source(self, source):
+        """Keeps `source`'s gradient on this rank (divided by the size with scale_local_gradients)."""
+        self._local.add(id(source))
 
     def __getattr__(self, attr):
         return getattr(self._tape, attr)
@@ -56,6 +63,12 @@ class _DistributedGradientTape:
             if g is None:
                 reduced.append(None)
                 continue
+            if id(source) in self._local:
+                # Not averaged: divided by the size, it keeps the scale a learning rate multiplied by the
+                # size expects, as in Horovod.
+                size = _process_sets.set_size(ps)
+                reduced.append(g / tf.cast(size, g.dtype) if self._scale_local else g)
+                continue
             if isinstance(g, tf.IndexedSlices) and self._sparse_as_dense:
                 g = tf.convert_to_tensor(g)
             reduced.append(collectives.allreduce(g, compression=self._compression, op=self._op, prescale_factor=pre,
@@ -75,4 +88,26 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compres
     _process_sets.set_id(process_set, "DistributedGradientTape")  # registered, or a clear error now
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor applies to op=Average only")
-    return _DistributedGradientTape(gradtape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set)
+    return _DistributedGradientTape(gradtape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set,
+                                    scale_local_gradients)
+
+
+def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
+                                   sparse_as_dense=False, op=Average, gradient_predivide_factor=1.0, num_groups=0,
+                                   groups=None, process_set=global_process_set, local_layers=None,
+                                   scale_local_gradients=True):
+    """DistributedGradientTape that keeps the gradients of `local_layers` (a Keras layer or a list of
+    them) on each rank, divided by the size with scale_local_gradients (Horovod's)."""
+    import keras
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, keras.layers.Layer):
+        local_layers = [local_layers]
+    elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+        raise ValueError("PartialDistributedGradientTape: every one of local_layers must be a keras.layers.Layer")
+    tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression, sparse_as_dense, op,
+                                   gradient_predivide_factor, num_groups, groups, process_set, scale_local_gradients)
+    for layer in local_layers:
+        for variable in layer.trainable_weights:
+            tape.register_local_source(variable)
+    return tape
