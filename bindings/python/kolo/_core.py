@@ -23,6 +23,16 @@ SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM = range(6)
 UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT16, BOOL = range(10)
 CPU, CUDA = 0, 1
 
+def op_of(op, average, default=AVERAGE):
+    """Horovod's rule for the reduce op: `average` is its older spelling of op (True: Average, False:
+    Sum); giving both is an error."""
+    if average is not None:
+        if op is not None:
+            raise ValueError("pass op or average, not both (average is Horovod's older spelling)")
+        return AVERAGE if average else SUM
+    return default if op is None else op
+
+
 # Compressions, as in include/kolo/c_api.h.
 COMPRESSION_NONE, COMPRESSION_FP16, COMPRESSION_BF16 = range(3)
 

@@ -75,6 +75,13 @@ struct View {
   kolo_tensor c;
 };
 
+// allgather, alltoall and reducescatter work on rows: a scalar is refused, naming the tensor.
+absl::Status need_rows(const Tensor& t, const char* kind, const std::string& name, const char* what) {
+  if (t.dims() > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(std::string("kolo: ") + kind + " of tensor '" + name +
+                                    "': needs at least one dimension (the rows it " + what + ")");
+}
+
 // The base of every kernel: the attributes they share, and finishing TensorFlow's side.
 class KoloOp : public AsyncOpKernel {
  public:
@@ -151,10 +158,7 @@ class ReducescatterOp : public ReducingOp {
   using ReducingOp::ReducingOp;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& in = ctx->input(0);
-    OP_REQUIRES_ASYNC(ctx, in.dims() > 0,
-                      absl::InvalidArgumentError("kolo: reducescatter of tensor '" + name_ +
-                                                 "': needs at least one dimension (the rows it scatters)"),
-                      done);
+    OP_REQUIRES_OK_ASYNC(ctx, need_rows(in, "reducescatter", name_, "scatters"), done);
     const int32_t set_rank = kolo_process_set_rank(process_set_), set_size = kolo_process_set_size(process_set_);
     OP_REQUIRES_ASYNC(ctx, set_rank >= 0 && set_size > 0,
                       absl::InvalidArgumentError("kolo: reducescatter of tensor '" + name_ + "': " +
@@ -196,10 +200,7 @@ class AllgatherOp : public KoloOp {
   using KoloOp::KoloOp;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& in = ctx->input(0);
-    OP_REQUIRES_ASYNC(ctx, in.dims() > 0,
-                      absl::InvalidArgumentError("kolo: allgather of tensor '" + name_ +
-                                                 "': needs at least one dimension (the rows it concatenates)"),
-                      done);
+    OP_REQUIRES_OK_ASYNC(ctx, need_rows(in, "allgather", name_, "concatenates"), done);
     View i(in);
     auto* a = new Allocation{ctx, absl::OkStatus()};
     submit([&](kolo_done_fn fn, void* data) {
@@ -218,10 +219,7 @@ class AlltoallOp : public KoloOp {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& in = ctx->input(0);
     const Tensor& splits = ctx->input(1);
-    OP_REQUIRES_ASYNC(ctx, in.dims() > 0,
-                      absl::InvalidArgumentError("kolo: alltoall of tensor '" + name_ +
-                                                 "': needs at least one dimension (the rows it scatters)"),
-                      done);
+    OP_REQUIRES_OK_ASYNC(ctx, need_rows(in, "alltoall", name_, "scatters"), done);
     std::vector<int64_t> s(static_cast<size_t>(splits.NumElements()));
     for (size_t k = 0; k < s.size(); ++k) {
       s[k] = splits.dtype() == tensorflow::DT_INT64 ? splits.flat<int64_t>()(k) : splits.flat<int32_t>()(k);

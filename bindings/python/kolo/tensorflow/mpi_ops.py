@@ -60,12 +60,7 @@ def _check(tensor, name, kind, rows=False):
     return tensor
 
 
-def _op_of(op, average, default=Average):
-    if average is not None:
-        if op is not None:
-            raise ValueError("pass op or average, not both (average is Horovod's older spelling)")
-        return Average if average else Sum
-    return default if op is None else op
+_op_of = _core.op_of
 
 
 def _set_place(set_id):

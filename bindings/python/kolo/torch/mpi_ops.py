@@ -69,12 +69,7 @@ def _describe(tensor, name, role="input"):
     return (tensor.data_ptr(), code, tuple(tensor.shape), tuple(tensor.stride()), device_type, index, stream)
 
 
-def _op_of(op, average, default=Average):
-    if average is not None:
-        if op is not None:
-            raise ValueError("pass op or average, not both (average is Horovod's older spelling)")
-        return Average if average else Sum
-    return default if op is None else op
+_op_of = _core.op_of
 
 
 def _name(name):
