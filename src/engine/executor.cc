@@ -224,18 +224,20 @@ void Executor::end(Group& group, const Status& status) {
 
 void Executor::poll() {
   for (auto it = running_.begin(); it != running_.end();) {
-    Group& group = **it;
-    const std::optional<Status> status = group.completion->poll();
+    const std::optional<Status> status = (*it)->completion->poll();
     if (!status) {
       ++it;
       continue;
     }
     if (!status->ok()) {
-      KOLO_LOG(kError, "collective for tensor '" << group.call.name() << "' failed: " << status->message());
+      KOLO_LOG(kError, "collective for tensor '" << (*it)->call.name() << "' failed: " << status->message());
     }
-    end(group, *status);
+    // Out of the running list before the callers wake: a caller that saw its op end must not find it
+    // still counted in flight (remove_process_set asks).
+    std::unique_ptr<Group> done = std::move(*it);
     it = running_.erase(it);
     running_count_ = running_.size();
+    end(*done, *status);
   }
 }
 

@@ -432,8 +432,14 @@ TEST(GpuProcessSets, DisjointSetsMatchTheCpuPathInTheSet) {
   EXPECT_EQ(gathered.view.shape, (std::vector<int64_t>{2 * static_cast<int64_t>(members.size()), 3}));
 
   ASSERT_TRUE(barrier().ok());
-  ASSERT_TRUE(remove_process_set(even_id).ok());
-  ASSERT_TRUE(remove_process_set(odd_id).ok());
+  {
+    const Status removed = remove_process_set(even_id);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
+  {
+    const Status removed = remove_process_set(odd_id);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
 }
 
 }  // namespace

@@ -102,8 +102,14 @@ TEST(ProcessSets, DisjointSetsRunEveryCollectiveAtOnce) {
   sum.op = ReduceOp::kSum;
   ASSERT_TRUE(allreduce("ps.global", one.view(), one.view(), sum).ok());
   EXPECT_EQ(one.get(0), size());
-  ASSERT_TRUE(remove_process_set(odd_id).ok());
-  ASSERT_TRUE(remove_process_set(even_id).ok());
+  {
+    const Status removed = remove_process_set(odd_id);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
+  {
+    const Status removed = remove_process_set(even_id);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
   EXPECT_EQ(process_set_ids(), std::vector<int>{0});
 }
 
@@ -140,8 +146,14 @@ TEST(ProcessSets, OverlappingSetsShareARank) {
     for (Handle h : handles) ASSERT_TRUE(wait(h).ok());
     for (const Buffer& buf : buffers) EXPECT_EQ(buf.get(3), 2.0);
   }
-  ASSERT_TRUE(remove_process_set(ida).ok());
-  ASSERT_TRUE(remove_process_set(idb).ok());
+  {
+    const Status removed = remove_process_set(ida);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
+  {
+    const Status removed = remove_process_set(idb);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
 }
 
 TEST(ProcessSets, ASetWaitingOnAMemberNeverHoldsUpAnother) {
@@ -172,8 +184,14 @@ TEST(ProcessSets, ASetWaitingOnAMemberNeverHoldsUpAnother) {
   if (rank() == 1) {
     ASSERT_TRUE(wait(pending).ok());
   }
-  ASSERT_TRUE(remove_process_set(slow).ok());
-  ASSERT_TRUE(remove_process_set(fast).ok());
+  {
+    const Status removed = remove_process_set(slow);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
+  {
+    const Status removed = remove_process_set(fast);
+    ASSERT_TRUE(removed.ok()) << removed.message();
+  }
 }
 
 TEST(ProcessSets, ErrorsNameTheSetAndJobRanksOnEveryRank) {
@@ -234,7 +252,10 @@ TEST(ProcessSets, ErrorsNameTheSetAndJobRanksOnEveryRank) {
     ASSERT_TRUE(wait(pending).ok());
   }
   ASSERT_TRUE(barrier().ok());
-  EXPECT_TRUE(remove_process_set(id).ok());
+  {
+    const Status removed = remove_process_set(id);
+    EXPECT_TRUE(removed.ok()) << removed.message();
+  }
   s = remove_process_set(id);
   EXPECT_NE(s.message().find("there is no process set " + std::to_string(id)), std::string::npos) << s.message();
   EXPECT_EQ(remove_process_set(0).message(), "remove_process_set on rank " + me +
