@@ -302,3 +302,18 @@ def test_float32_scaling_is_torch_arithmetic(size):
     assert torch.equal(summed, sum([t * factor] * size)) and torch.allclose(summed, expected)
     post = kolo.allreduce(t, op=kolo.Sum, postscale_factor=factor, name="f32.post")
     assert torch.equal(post, sum([t] * size) * factor)
+
+
+def test_average_and_half_sums_are_horovods_arithmetic(size):
+    # A float32 Average multiplies the sum by the float reciprocal of the rank count (Horovod's
+    # postscale_factor / size, applied in float), which at 3 ranks can differ from `sum / 3` in the last
+    # ulp; a float16 sum rounds to float16 at every step (Horovod's float16_sum). Bit for bit Horovod.
+    t = torch.arange(-60.0, 60.0) * 1.25
+    avg = kolo.allreduce(t, op=kolo.Average, name="f32.avg.horovod")
+    assert torch.equal(avg, sum([t] * size) * torch.tensor(1.0 / size, dtype=torch.float32))
+    h = (torch.arange(-60.0, 60.0) * 0.37).half()
+    summed = kolo.allreduce(h, op=kolo.Sum, name="f16.sum.horovod")
+    acc = h.clone()
+    for _ in range(size - 1):
+        acc = (acc.float() + h.float()).half()
+    assert torch.equal(summed, acc)
