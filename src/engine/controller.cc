@@ -54,13 +54,18 @@ Controller::Controller(ControlChannel* channel, const Config& config, Clock cloc
 
 void Controller::classify(Waiting w, std::vector<uint64_t>* invalid) {
   if (w.request.kind == OpKind::kJoin) joined_here_ = true;
-  // While any rank has joined, everything goes through rank 0, which knows who has.
-  const bool use_cache = cache_.capacity() > 0 && !anyone_joined_;
   uint32_t pos = 0;
-  switch (use_cache ? cache_.lookup(w.request, &pos) : ResponseCache::Lookup::kMiss) {
+  switch (cache_.capacity() > 0 ? cache_.lookup(w.request, &pos) : ResponseCache::Lookup::kMiss) {
     case ResponseCache::Lookup::kHit:
-      cached_waiting_.emplace(pos, std::move(w));
-      return;
+      if (!anyone_joined_) {
+        cached_waiting_.emplace(pos, std::move(w));
+        return;
+      }
+      // While any rank has joined, everything goes through rank 0, which knows who has. The entry
+      // leaves every cache: a rank that submits this op once the join is over must not wait on it
+      // there while this rank's request waits at rank 0.
+      invalid->push_back(pos);
+      break;
     case ResponseCache::Lookup::kChanged:
       // Parameters changed since the cached run: every rank drops the entry, and this request
       // goes to rank 0, which compares it with the other ranks' afresh.

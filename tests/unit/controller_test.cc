@@ -186,7 +186,6 @@ TEST(Controller, StalledCachedOpFailsOnEveryRankWithStallShutdown) {
   }
   EXPECT_EQ(failures, 1);
 }
-
 }  // namespace
 }  // namespace kolo
 
@@ -227,6 +226,32 @@ TEST(ControllerJoin, CachedOpsGoOnWhileARankHasJoined) {
     ASSERT_EQ(names(results[r][2]), Names{"join"});
     EXPECT_EQ(results[r][2].joined_ranks, (std::vector<int>{0, 1, 2}));
     EXPECT_TRUE(results[r][3].joined_ranks.empty());
+  }
+}
+
+TEST(ControllerJoin, AnOpSubmittedAroundTheJoinsEndRunsWhetherARankFoundItCachedOrNot) {
+  // "a" is cached in cycle 0; both ranks join in cycle 1. Rank 0 submits "a" in cycle 2, still
+  // seeing the join (so not through the cache); rank 1 submits it in cycle 3, after the join (so its
+  // cache would hold it). Both must run it, at once, not after the stall inspector's minute.
+  auto join = [](int rank) {
+    Request j;
+    j.name = "join";
+    j.rank = rank;
+    j.kind = OpKind::kJoin;
+    return j;
+  };
+  auto results = run_cycles(2, 5, Config(), [&](int rank, int cycle) {
+    std::vector<Request> q;
+    if (cycle == 0) q.push_back(req(rank, "a"));
+    if (cycle == 1) q.push_back(join(rank));
+    if ((cycle == 2 && rank == 0) || (cycle == 3 && rank == 1)) q.push_back(req(rank, "a"));
+    return q;
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(names(results[r][0]), Names{"a"});
+    EXPECT_EQ(names(results[r][1]), Names{"join"});
+    EXPECT_TRUE(results[r][2].responses.empty());
+    EXPECT_EQ(names(results[r][3]), Names{"a"}) << "rank " << r;
   }
 }
 
