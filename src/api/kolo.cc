@@ -91,8 +91,7 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
     }
     e->ready_event = e->ready_owner.get();
   }
-  e->on_done = std::move(on_done);
-  e->handle = Runtime::instance().handles().create();
+  e->handle = Runtime::instance().handles().create(std::move(on_done), call.site.name);
   const Handle h(e->handle);
   // A refusal at the queue names the job's rank and the set.
   RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");

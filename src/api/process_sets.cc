@@ -88,6 +88,7 @@ std::string set_timeline_path(const std::string& path, int id) {
 
 Status Runtime::target(int id, const std::string& what, Target* t) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!lost_.ok()) return Status(lost_.code(), what + ": " + lost_.message());
   if (!engine_) {
     return Status::NotInitialized(what + ": " +
                                   (shut_down_ ? "kolo has been shut down on this rank"
@@ -121,6 +122,7 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!engine_) return Status::NotInitialized("add_process_set: kolo is not initialized: call init() first");
+    if (!lost_.ok()) return Status(lost_.code(), "add_process_set: " + lost_.message());
     rank = engine_->topology().rank;
   }
   const std::string where = "add_process_set on rank " + std::to_string(rank) + ": ";
@@ -163,7 +165,7 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   std::shared_ptr<Instance> instance;
   if (member) s = start_set_instance(new_id, ranks, comm, &instance);
   if (!all_ok(sets_comm_, s.ok())) {
-    stop_instance(instance.get());
+    stop_instance(instance);
     return Status::Internal(where + "process set " + list(ranks) + " could not start on every member" +
                             (s.ok() ? std::string() : ": " + s.message()));
   }
@@ -206,14 +208,23 @@ Status Runtime::start_set_instance(int id, const std::vector<int>& ranks, MPI_Co
                                               std::make_unique<MpiControlChannel>(instance->mpi->control()),
                                               std::move(registry), std::move(timeline), &handles_);
   instance->engine->start();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engines_.push_back(instance->engine);
+  }
   KOLO_LOG(kInfo, "process set " << id << " " << list(ranks) << ": rank " << topo.rank << " of " << topo.size);
   *out = std::move(instance);
   return Status::OK();
 }
 
-void Runtime::stop_instance(Instance* instance) {
+void Runtime::stop_instance(const std::shared_ptr<Instance>& instance) {
   if (instance == nullptr) return;
   if (instance->engine) instance->engine->stop();
+  if (!lost_status().ok()) {
+    keep_after_loss(instance);  // its engine's thread may be stuck on the lost peer
+    return;
+  }
+  forget_engine(instance->engine);
   // In this order: the engine's collectives use the device's and MPI's communicators.
   instance->engine.reset();
   instance->device.reset();
@@ -228,6 +239,7 @@ Status Runtime::remove_process_set(int id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!engine_) return Status::NotInitialized("remove_process_set: kolo is not initialized: call init() first");
+    if (!lost_.ok()) return Status(lost_.code(), "remove_process_set: " + lost_.message());
     rank = engine_->topology().rank;
     auto it = sets_.find(id);
     if (it != sets_.end()) {
@@ -261,7 +273,7 @@ Status Runtime::remove_process_set(int id) {
     std::lock_guard<std::mutex> lock(mu_);
     sets_.erase(id);
   }
-  stop_instance(set.instance.get());
+  stop_instance(set.instance);
   return Status::OK();
 }
 

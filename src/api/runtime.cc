@@ -1,5 +1,6 @@
 #include "api/runtime.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "comm/barrier.h"
@@ -30,7 +31,9 @@ void Runtime::at_exit() {
   Runtime& r = instance();
   r.shutdown();
   std::lock_guard<std::mutex> lock(r.mu_);
-  mpi_finalize_if_owned(r.mpi_);
+  // After a lost peer MPI_Finalize would wait for it forever: the process ends without it, and
+  // mpirun ends the job (the lost process included).
+  if (r.lost_.ok()) mpi_finalize_if_owned(r.mpi_);
 }
 
 Status Runtime::init(const Settings& overrides) {
@@ -55,6 +58,7 @@ Status Runtime::init(const Settings& overrides) {
   if (!s.ok()) return s;
   const Topology& topo = context_->topology();
   world_size_ = topo.size;
+  job_rank_ = topo.rank;
   set_log_rank(topo.rank);
   if (topo.rank == 0) {
     for (const std::string& name : unknown) {
@@ -79,7 +83,19 @@ Status Runtime::init(const Settings& overrides) {
   engine_ = std::make_shared<Engine>(config, topo, std::make_unique<MpiControlChannel>(context_->control()),
                                      std::move(registry), std::move(timeline), &handles_);
   engine_->start();
+  engines_.push_back(engine_);
   shut_down_ = false;
+  if (config.peer_timeout_seconds > 0 && topo.size > 1) {
+    if (mpi_.thread_level == MPI_THREAD_MULTIPLE) {
+      s = MpiPeerWatch::start(MPI_COMM_WORLD, config.peer_timeout_seconds,
+                              [this](int rank, const std::string& why) { peer_lost(rank, why); }, &watch_);
+      if (!s.ok()) return s;
+    } else if (topo.rank == 0) {
+      KOLO_LOG(kWarning, "no peer watch (KOLO_PEER_TIMEOUT_SECONDS): it needs MPI_THREAD_MULTIPLE, and MPI provides "
+                             << mpi_thread_level_name(mpi_.thread_level)
+                             << "; a frozen or unreachable process may leave the others waiting");
+    }
+  }
   KOLO_LOG(kInfo, "initialized: rank " << topo.rank << " of " << topo.size << ", local rank " << topo.local_rank
                                        << " of " << topo.local_size << ", host " << topo.cross_rank << " of "
                                        << topo.cross_size);
@@ -153,9 +169,27 @@ Status Runtime::shutdown() {
   }
   if (!engine) return Status::OK();
   // The process sets' engines first (each stops with its set's members), then the job's.
-  for (auto& kv : sets) stop_instance(kv.second.instance.get());
+  for (auto& kv : sets) stop_instance(kv.second.instance);
   sets.clear();
   engine->stop();
+  // The watch goes after the engines: a peer that freezes while they stop is still seen. Its goodbye
+  // tells the others that this rank's silence from now on is no loss.
+  std::unique_ptr<MpiPeerWatch> watch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watch = std::move(watch_);
+  }
+  if (watch && !watch->stop()) keep_after_loss(std::shared_ptr<MpiPeerWatch>(watch.release()));
+  if (!lost_status().ok()) {
+    // Stuck engine threads may still use the engine, its GPU context and MPI's: all stay.
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.push_back(engine);
+    kept_.push_back(device_);
+    kept_.push_back(std::shared_ptr<MpiContext>(context_.release()));
+    device_.reset();
+    return Status::OK();
+  }
+  forget_engine(engine);
   // Callers that copied the pointer keep the object alive but find it stopped; the collectives
   // refer to the MPI context, so the engine must be gone before it is.
   engine.reset();
@@ -209,6 +243,39 @@ std::string Runtime::not_running_reason() {
 bool Runtime::mpi_threads_supported() {
   std::lock_guard<std::mutex> lock(mu_);
   return engine_ != nullptr && mpi_.thread_level == MPI_THREAD_MULTIPLE;
+}
+
+void Runtime::peer_lost(int rank, const std::string& why) {
+  std::vector<std::shared_ptr<Engine>> engines;
+  Status lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lost = Status::Aborted("kolo stopped on rank " + std::to_string(job_rank_) + ": " + why +
+                           " (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS); the job must end");
+    lost_ = lost;
+    engines = engines_;
+    for (const auto& e : engines_) kept_.push_back(e);
+  }
+  (void)rank;
+  for (const auto& e : engines) e->abandon(lost);
+  // Outside the lock: callbacks may call into kolo (and are told the same).
+  const size_t failed = handles_.fail_pending(lost);
+  KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
+}
+
+Status Runtime::lost_status() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_;
+}
+
+void Runtime::keep_after_loss(std::shared_ptr<void> thing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kept_.push_back(std::move(thing));
+}
+
+void Runtime::forget_engine(const std::shared_ptr<Engine>& engine) {
+  std::lock_guard<std::mutex> lock(mu_);
+  engines_.erase(std::remove(engines_.begin(), engines_.end(), engine), engines_.end());
 }
 
 }  // namespace kolo

@@ -10,6 +10,7 @@
 
 #include "comm/device/device_context.h"
 #include "comm/mpi/mpi_context.h"
+#include "comm/mpi/mpi_peer_watch.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -89,7 +90,16 @@ class Runtime {
                               CollectiveRegistry* registry, std::shared_ptr<DeviceContext>* device);
   // A process set's instance over `comm` (its members' communicator, which it takes).
   Status start_set_instance(int id, const std::vector<int>& ranks, MPI_Comm comm, std::shared_ptr<Instance>* out);
-  static void stop_instance(Instance* instance);
+  void stop_instance(const std::shared_ptr<Instance>& instance);
+
+  // A peer stopped answering (the watch's thread): every engine is abandoned (its thread may be stuck
+  // in MPI for good), every op in flight fails naming the peer, and so does every op after.
+  void peer_lost(int rank, const std::string& why);
+  // OK, or why kolo stopped on a lost peer.
+  Status lost_status();
+  // Keeps what a stuck engine thread may still use until the process ends.
+  void keep_after_loss(std::shared_ptr<void> thing);
+  void forget_engine(const std::shared_ptr<Engine>& engine);
 
   std::mutex mu_;
   MpiRuntime mpi_;
@@ -101,6 +111,7 @@ class Runtime {
   HandleTable handles_;
   Config base_config_;  // as configured, before layout defaults (each set resolves its own)
   int world_size_ = 0;
+  int job_rank_ = -1;
   // Process sets: registration travels on a communicator of its own, one add or remove at a time.
   MPI_Comm sets_comm_ = MPI_COMM_NULL;
   std::mutex sets_op_mu_;
@@ -109,6 +120,10 @@ class Runtime {
   std::string timeline_path_;  // the job's timeline being written, for sets added meanwhile
   bool timeline_cycles_ = false;
   bool exit_hook_ = false;
+  std::unique_ptr<MpiPeerWatch> watch_;
+  Status lost_;                                   // not OK once a peer is lost
+  std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
+  std::vector<std::shared_ptr<void>> kept_;       // after a loss, to the process's end
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"
 };
 

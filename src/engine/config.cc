@@ -29,6 +29,9 @@ const std::vector<SettingInfo>& known_settings() {
        "Report ops that some ranks submitted and others did not for this long; 0 turns the check off."},
       {"KOLO_STALL_SHUTDOWN_SECONDS", "0",
        "Fail such ops on every rank after this long; 0 waits forever."},
+      {"KOLO_PEER_TIMEOUT_SECONDS", "30",
+       "A process that stops answering (frozen, or its host unreachable) for this long is lost: every "
+       "other rank fails its ops naming it and its host, and the job ends; 0 turns the watch off."},
       {"KOLO_LOG_LEVEL", "warning", "trace, debug, info, warning or error."},
       {"KOLO_SEGMENT_BYTES", "auto",
        "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache), 32 MiB "
@@ -152,6 +155,7 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.boolean("KOLO_TIMELINE_MARK_CYCLES", &c.timeline_mark_cycles);
   p.non_negative_double("KOLO_STALL_CHECK_SECONDS", &c.stall_check_seconds);
   p.non_negative_double("KOLO_STALL_SHUTDOWN_SECONDS", &c.stall_shutdown_seconds);
+  p.non_negative_double("KOLO_PEER_TIMEOUT_SECONDS", &c.peer_timeout_seconds);
   p.log_level("KOLO_LOG_LEVEL", &c.log_level);
   p.non_negative_int("KOLO_SEGMENT_BYTES", &c.segment_bytes);
   p.non_negative_int("KOLO_ZERO_COPY_BYTES", &c.zero_copy_bytes);

@@ -20,6 +20,9 @@ struct Config {
   bool timeline_mark_cycles = false;
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;
+  // A process that sends no heartbeat for this long (frozen, or its host unreachable) is lost: every
+  // rank fails its ops naming it. 0: no watch.
+  double peer_timeout_seconds = 30.0;
   LogLevel log_level = LogLevel::kWarning;
   // kAuto: chosen by the job's layout (resolve_layout_defaults).
   static constexpr int64_t kAuto = -1;

@@ -33,12 +33,37 @@ void Engine::submit(std::unique_ptr<TensorEntry> entry) {
   const int64_t handle = entry->handle;
   Status s = queue_.push(std::move(entry));
   if (!s.ok()) handles_->complete(handle, s, Output());
+  if (abandoned_) {
+    // Its thread may never take the op up (abandon() came after the caller found this engine).
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    s = abandoned_why_;
+  }
+  if (!s.ok()) handles_->complete(handle, s, Output());
 }
 
 void Engine::stop() {
   stop_requested_ = true;
   queue_.wake();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  {
+    std::unique_lock<std::mutex> lock(timeline_mu_);
+    timeline_cv_.wait(lock, [&] { return !running_ || abandoned_; });
+  }
+  if (running_) {
+    thread_.detach();  // abandoned, maybe stuck in MPI on a lost peer
+  } else {
+    thread_.join();
+  }
+}
+
+void Engine::abandon(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    abandoned_why_ = why;
+    abandoned_ = true;
+  }
+  timeline_cv_.notify_all();
+  queue_.wake();
 }
 
 void Engine::fail_all(const std::string& why, StatusCode code) {
@@ -71,7 +96,7 @@ void Engine::hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cy
   queue_.wake();
   lock.lock();
   // The engine switches at its next cycle; one that has stopped never will.
-  timeline_cv_.wait(lock, [&] { return timeline_done_ >= ticket || !running_; });
+  timeline_cv_.wait(lock, [&] { return timeline_done_ >= ticket || !running_ || abandoned_; });
 }
 
 void Engine::switch_timeline() {

@@ -32,8 +32,14 @@ class Engine {
   void start();
   // Pushes a validated entry; its handle fails at once if the push is refused.
   void submit(std::unique_ptr<TensorEntry> entry);
-  // Asks every rank's engine to stop at the next cycle and waits for this one to end.
+  // Asks every rank's engine to stop at the next cycle and waits for this one to end (or to be
+  // abandoned).
   void stop();
+  // A peer is lost and this engine's thread may be stuck in MPI for good (api/runtime.cc): stop()
+  // and timeline switches no longer wait for it; its thread is left to the process's end, so the
+  // owner must keep this object alive from now on.
+  // Ops submitted from now on fail at once with `why`.
+  void abandon(const Status& why);
   // False once the engine stopped, here or because another rank shut down.
   bool running() const { return running_; }
   // Ops submitted on this rank and not yet done. Any thread.
@@ -66,7 +72,8 @@ class Engine {
   std::unique_ptr<CollectiveRegistry> registry_;
   std::unique_ptr<Timeline> timeline_;
   bool mark_cycles_ = false;
-  // A timeline handed over to the engine thread, and the handovers asked for and done.
+  // A timeline handed over to the engine thread, and the handovers asked for and done; the condition
+  // also tells stop() that the thread has ended or was abandoned.
   std::mutex timeline_mu_;
   std::condition_variable timeline_cv_;
   std::unique_ptr<Timeline> next_timeline_;
@@ -79,6 +86,8 @@ class Engine {
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> abandoned_{false};
+  Status abandoned_why_;  // under timeline_mu_
 };
 
 }  // namespace kolo

@@ -41,7 +41,6 @@ Executor::~Executor() = default;
 void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles) {
   // A local failure deferred until the collective was done (see allocate_output) is the op's.
   const Status& final_status = status.ok() ? entry->deferred_error : status;
-  if (entry->on_done) entry->on_done(final_status);
   handles->complete(entry->handle, final_status, std::move(entry->result));
 }
 

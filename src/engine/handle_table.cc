@@ -1,13 +1,18 @@
 #include "engine/handle_table.h"
 
 #include <chrono>
+#include <utility>
+#include <vector>
 
 namespace kolo {
 
-int64_t HandleTable::create() {
+int64_t HandleTable::create(DoneCallback on_done, std::string name) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t h = next_++;
-  states_.emplace(h, State());
+  State s;
+  s.on_done = std::move(on_done);
+  s.name = std::move(name);
+  states_.emplace(h, std::move(s));
   return h;
 }
 
@@ -22,16 +27,44 @@ int64_t HandleTable::create_done(Status status) {
 }
 
 void HandleTable::complete(int64_t handle, Status status, Output output) {
+  DoneCallback on_done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(handle);
+    if (it == states_.end() || it->second.done || it->second.ending) return;  // ended already
+    it->second.ending = true;
+    on_done = std::move(it->second.on_done);
+  }
+  // Outside the lock: a callback may submit the next op.
+  if (on_done) on_done(status);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = states_.find(handle);
     if (it == states_.end()) return;
+    if (it->second.released) {
+      states_.erase(it);
+      return;
+    }
     it->second.done = true;
     it->second.status = std::move(status);
     it->second.output = std::move(output);
     it->second.done_event.reset();  // ended: nobody need wait on the device for it
   }
   cv_.notify_all();
+}
+
+size_t HandleTable::fail_pending(const Status& status) {
+  std::vector<std::pair<int64_t, std::string>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& kv : states_) {
+      if (!kv.second.done && !kv.second.ending) pending.emplace_back(kv.first, kv.second.name);
+    }
+  }
+  for (const auto& [h, name] : pending) {
+    complete(h, Status(status.code(), "tensor '" + name + "' did not run: " + status.message()), Output());
+  }
+  return pending.size();
 }
 
 void HandleTable::launched(int64_t handle, std::shared_ptr<void> done_event, const Output& output) {
@@ -60,7 +93,11 @@ Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_ev
   Status status = std::move(it->second.status);
   if (!it->second.done) *done_event = std::move(it->second.done_event);
   if (output != nullptr) *output = std::move(it->second.output);
-  states_.erase(it);
+  if (!it->second.done && (it->second.on_done || it->second.ending)) {
+    it->second.released = true;  // its callback has yet to run, when the op ends
+  } else {
+    states_.erase(it);
+  }
   return status;
 }
 

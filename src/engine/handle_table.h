@@ -1,5 +1,7 @@
-// Status of every operation between enqueue and wait(). Outlives engine restarts, so a handle
-// taken before shutdown() can still be waited on after it.
+// Status of every operation between enqueue and wait(), and the caller's callback. Outlives engine
+// restarts, so a handle taken before shutdown() can still be waited on after it. An op ends once:
+// whoever ends it first (the engine, or fail_pending when a peer is lost while the engine is stuck
+// in MPI) runs its callback and wakes its waiters; a later end is ignored.
 #pragma once
 
 #include <condition_variable>
@@ -7,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "kolo/types.h"
@@ -15,9 +18,14 @@ namespace kolo {
 
 class HandleTable {
  public:
-  int64_t create();                       // in flight
-  int64_t create_done(Status status);     // already ended (a call rejected at enqueue)
+  // In flight; on_done runs when it ends. `name`: the tensor's, for fail_pending's message.
+  int64_t create(DoneCallback on_done = {}, std::string name = {});
+  int64_t create_done(Status status);         // already ended (a call rejected at enqueue)
+  // Ends the op: its callback, then its waiters, so that wait() returns after the callback has run.
   void complete(int64_t handle, Status status, Output output);
+  // Ends every op still in flight with `status` (a lost peer), each message led by "tensor 'NAME' did
+  // not run: "; returns how many.
+  size_t fail_pending(const Status& status);
   // The op's device work has been launched: `done_event` fires when it has ended, and `output` is
   // final already. A caller may then have its own stream wait instead of the host (wait_launched).
   void launched(int64_t handle, std::shared_ptr<void> done_event, const Output& output);
@@ -34,6 +42,10 @@ class HandleTable {
  private:
   struct State {
     bool done = false;
+    bool ending = false;    // its callback is running
+    bool released = false;  // handed over at launch (wait_launched): forgotten once it ends
+    DoneCallback on_done;
+    std::string name;
     Status status;
     Output output;
     std::shared_ptr<void> done_event;  // set once the device work has been launched

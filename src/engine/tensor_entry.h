@@ -18,7 +18,6 @@ struct TensorEntry {
   TensorView output;                // set at enqueue, or by allocate_output()
   std::vector<int64_t> splits;      // alltoall: rows sent to each rank
   OutputAllocator allocate;
-  DoneCallback on_done;
   int64_t handle = 0;
   double enqueued_at = 0.0;         // steady seconds
   // Device tensors: an event recorded on the input's stream at enqueue, on the caller's thread, so

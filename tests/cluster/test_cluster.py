@@ -125,6 +125,41 @@ def test_a_rank_killed_on_one_host_ends_the_job_on_every_host(tmp_path):
     assert not [p for p in pids if running(p)], "a rank outlived the job"
 
 
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_a_host_whose_link_goes_down_is_named_by_the_others_within_the_peer_timeout(tmp_path):
+    # At step 20 rank 3 takes its host's link down for 10 s: both processes there live on, but
+    # nothing reaches them and nothing leaves. MPI's TCP would wait out the outage; kolo's peer watch
+    # (3 s here) fails the ops on the first host naming a rank of the second, and the job ends.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, subprocess, sys, time, torch\n"
+        "import kolo.torch as kolo\n"
+        "kolo.init()\n"
+        "open(os.path.join(sys.argv[1], 'pid.%d' % kolo.rank()), 'w').write(str(os.getpid()))\n"
+        "try:\n"
+        "    for step in range(100000):\n"
+        "        if step == 20 and kolo.rank() == 3:\n"
+        "            subprocess.Popen(['sh', '-c', 'ip link set eth0 down; sleep 10; ip link set eth0 up'])\n"
+        "        kolo.allreduce(torch.ones(1000), name='grad')\n"
+        "        time.sleep(0.01)\n"
+        "except kolo.KoloError as e:\n"
+        "    print('rank %d at %.1f: %s' % (kolo.rank(), time.time(), e), flush=True)\n"
+        "    sys.exit(3)\n")
+    command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET %s %s %s"
+               % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, script, tmp_path))
+    start = time.monotonic()
+    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS="3"))
+    elapsed = time.monotonic() - start
+    assert job.returncode != 0
+    assert elapsed < 120, "the job took %.0f s to end" % elapsed
+    for r in (0, 1):
+        assert re.search(r"rank %d at [\d.]+: tensor 'grad' did not run: kolo stopped on rank %d: rank [23] \(host "
+                         r"\S+-2\) sent no heartbeat for 3\.\d s" % (r, r), job.stdout), job.stdout + job.stderr[-3000:]
+    pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
+    assert len(pids) == 4
+    assert not [p for p in pids if running(p)], "a rank outlived the job"
+
+
 def test_cluster_is_torn_down_after_a_failing_command():
     job = on_cluster("echo $CLUSTER_HOSTS; exit 5")
     assert job.returncode == 5

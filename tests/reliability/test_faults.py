@@ -5,6 +5,7 @@ Run by ctest (KOLO_BUILD_DIR set), or: KOLO_BUILD_DIR=build python3 -m pytest te
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -19,8 +20,9 @@ PYTHON_PACKAGE = BUILD / "python"
 needs_python_package = pytest.mark.skipif(not (PYTHON_PACKAGE / "kolo").exists(),
                                           reason="kolo's Python package was not built")
 
-# A training loop in which one rank meets its end at step 50 (half a second in, so timelines have been flushed). Every rank records its pid, so the test
-# can check that none outlives the job.
+# A training loop in which one rank (1, or argv[3]) meets its end at step 50 (half a second in, so
+# timelines have been flushed): killed, frozen, or leaving. Every rank records its pid, so the test can
+# check that none outlives the job.
 TRAINING = r"""
 import os, signal, sys, time
 import torch
@@ -28,11 +30,14 @@ import kolo.torch as kolo
 kolo.init()
 open(os.path.join(sys.argv[1], "pid.%d" % kolo.rank()), "w").write(str(os.getpid()))
 fate = sys.argv[2]
+victim = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 try:
     for step in range(10000):
-        if step == 50 and kolo.rank() == 1:
+        if step == 50 and kolo.rank() == victim:
             if fate == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if fate == "freeze":
+                os.kill(os.getpid(), signal.SIGSTOP)  # alive, holding its sockets, silent
             sys.exit(0)  # leaves without the others; kolo's exit hook shuts it down
         kolo.allreduce(torch.ones(1000), name="grad")
         time.sleep(0.01)
@@ -50,11 +55,12 @@ def alive(pid):
         return False
 
 
-def run_training(tmp_path, fate, launcher):
+def run_training(tmp_path, fate, launcher, victim=1, **env_vars):
     script = tmp_path / "train.py"
     script.write_text(TRAINING)
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_PACKAGE), KOLO_TIMELINE=str(tmp_path / "timeline_%r.json"))
-    command = launcher + [sys.executable, str(script), str(tmp_path), fate]
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_PACKAGE), KOLO_TIMELINE=str(tmp_path / "timeline_%r.json"),
+               **env_vars)
+    command = launcher + [sys.executable, str(script), str(tmp_path), fate, str(victim)]
     start = time.monotonic()
     job = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     elapsed = time.monotonic() - start
@@ -90,6 +96,62 @@ def test_a_rank_that_leaves_early_fails_the_others_ops_naming_it(tmp_path):
     for r in (0, 2):
         assert ("rank %d: tensor 'grad' did not run: kolo was shut down (shutdown() called on rank 1)" % r) in job.stdout, \
             job.stdout + job.stderr
+
+
+@needs_python_package
+@pytest.mark.parametrize("launcher,victim", [("kolorun", 1), ("mpirun", 0)])
+def test_a_frozen_rank_ends_the_job_within_the_peer_timeout_naming_it_and_its_host(tmp_path, launcher, victim):
+    # SIGSTOP: the process lives on, its connections open, but answers nothing. Without the peer
+    # watch the others would wait in their allreduce forever.
+    command = [KOLORUN, "-np", "3"] if launcher == "kolorun" else \
+        ["mpirun", "-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x", "KOLO_TIMELINE", "-x",
+         "KOLO_PEER_TIMEOUT_SECONDS"]
+    job, elapsed, pids = run_training(tmp_path, "freeze", command, victim, KOLO_PEER_TIMEOUT_SECONDS="3")
+    assert job.returncode != 0
+    assert elapsed < 40, "the job took %.0f s to end after a rank froze (peer timeout 3 s)" % elapsed
+    host = socket.gethostname()
+    for r in {0, 1, 2} - {victim}:
+        # In flight when the watch spoke, or submitted after: either way the op names the tensor.
+        expected = ("rank %d: tensor 'grad' did not run: kolo stopped on rank %d: rank %d (host %s) sent no heartbeat "
+                    "for 3." % (r, r, victim, host))
+        said = [line for line in job.stdout.splitlines() if line.startswith("rank %d:" % r)]
+        assert said and (said[0].startswith(expected) or said[0].startswith(expected.replace(
+            "tensor 'grad' did not run", "allreduce of tensor 'grad'"))), job.stdout + job.stderr
+    assert len(pids) == 3
+    time.sleep(0.5)
+    assert not any(alive(p) for p in pids), "a rank outlived the job"
+
+
+@needs_python_package
+def test_a_rank_busy_or_finishing_later_than_the_peer_timeout_is_not_lost(tmp_path):
+    # The heartbeats come from kolo's own thread: a rank that holds the GIL in Python, sleeps, or
+    # shuts down well after the others still answers.
+    script = tmp_path / "slow.py"
+    script.write_text(r"""
+import sys, time
+import torch
+import kolo.torch as kolo
+kolo.init()
+for step in range(5):
+    if kolo.rank() == 1:
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:  # pure Python: holds the GIL
+            pass
+    got = kolo.allreduce(torch.ones(3), op=kolo.Sum, name="g")
+    assert got.tolist() == [kolo.size()] * 3
+rank = kolo.rank()
+if rank == 0:
+    kolo.shutdown()
+else:
+    time.sleep(3)
+print("rank %d done" % rank, flush=True)
+""")
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_PACKAGE), KOLO_PEER_TIMEOUT_SECONDS="1")
+    job = subprocess.run([KOLORUN, "-np", "2", sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert "rank 0 done" in job.stdout and "rank 1 done" in job.stdout
+    assert "heartbeat" not in job.stderr, job.stderr
 
 
 def test_kolo_opens_no_network_port():

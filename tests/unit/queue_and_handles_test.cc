@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/handle_table.h"
 #include "engine/tensor_queue.h"
@@ -55,6 +57,52 @@ TEST(HandleTable, BoundedWaitTimesOutAndKeepsTheHandle) {
   EXPECT_EQ(t.wait(h, 0.01, nullptr).code(), StatusCode::kTimeout);
   t.complete(h, Status::OK(), Output());
   EXPECT_TRUE(t.wait(h, 0.01, nullptr).ok());
+}
+
+TEST(HandleTable, AnOpEndsOnceItsCallbackFirstAndALaterEndIsIgnored) {
+  HandleTable t;
+  std::vector<std::string> seen;
+  const int64_t h = t.create([&](const Status& s) {
+    // The waiter has not been woken yet: the callback runs before the op counts as done.
+    seen.push_back(s.message() + (t.poll(h).has_value() ? " after" : " before"));
+  });
+  t.complete(h, Status::Aborted("peer lost"), Output());
+  t.complete(h, Status::OK(), Output());  // the engine, later: ignored
+  EXPECT_EQ(seen, (std::vector<std::string>{"peer lost before"}));
+  EXPECT_EQ(t.wait(h, -1, nullptr).message(), "peer lost");
+}
+
+TEST(HandleTable, FailPendingEndsEveryOpInFlightAndOnlyThose) {
+  HandleTable t;
+  int callbacks = 0;
+  const int64_t a = t.create([&](const Status&) { ++callbacks; });
+  const int64_t b = t.create({}, "grad.7");
+  const int64_t c = t.create([&](const Status&) { ++callbacks; });
+  t.complete(c, Status::OK(), Output());
+  const int64_t rejected = t.create_done(Status::InvalidArgument("bad"));
+  std::thread waiter([&] { EXPECT_EQ(t.wait(b, -1, nullptr).message(), "tensor 'grad.7' did not run: rank 1 lost"); });
+  EXPECT_EQ(t.fail_pending(Status::Aborted("rank 1 lost")), 2u);
+  waiter.join();
+  EXPECT_EQ(callbacks, 2);
+  EXPECT_EQ(t.wait(a, -1, nullptr).code(), StatusCode::kAborted);
+  EXPECT_TRUE(t.wait(c, -1, nullptr).ok());
+  EXPECT_EQ(t.wait(rejected, -1, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.fail_pending(Status::Aborted("again")), 0u);
+}
+
+TEST(HandleTable, AHandleHandedOverAtLaunchStillRunsItsCallbackWhenTheOpEnds) {
+  HandleTable t;
+  bool called = false;
+  const int64_t h = t.create([&](const Status&) { called = true; });
+  auto event = std::make_shared<int>(1);
+  t.launched(h, event, Output());
+  std::shared_ptr<void> done_event;
+  ASSERT_TRUE(t.wait_launched(h, &done_event, nullptr).ok());
+  EXPECT_EQ(done_event, event);
+  EXPECT_EQ(t.size(), 1u);  // kept for its callback
+  t.complete(h, Status::OK(), Output());
+  EXPECT_TRUE(called);
+  EXPECT_EQ(t.size(), 0u);
 }
 
 }  // namespace
