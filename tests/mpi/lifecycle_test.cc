@@ -209,5 +209,23 @@ TEST(CApi, AllreduceAllgatherAndErrors) {
   EXPECT_EQ(kolo_poll(123456789), -1);
 }
 
+// The peer watch across init/shutdown cycles: each cycle's goodbyes may reach a rank after its watch
+// stopped listening, and MPI gives the next watch's communicator the same id; the next watch must not
+// take them for its peers' (it once did, and lost a live rank a timeout later).
+TEST(PeerWatch, ManyInitShutdownCyclesLoseNoLiveRank) {
+  if (size() < 2) GTEST_SKIP() << "needs peers to watch";
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    ScopedSettings settings(Settings{{"KOLO_PEER_TIMEOUT_SECONDS", "1"}});
+    Buffer b(DataType::kFloat32, {4});
+    // Longer than the timeout, the ranks arriving at different times.
+    for (int step = 0; step < 10; ++step) {
+      const Status s = allreduce("watch." + std::to_string(step % 3), b.view(), b.view());
+      ASSERT_TRUE(s.ok()) << "cycle " << cycle << ": " << s.message();
+      std::this_thread::sleep_for(std::chrono::milliseconds(rank() == 1 ? 130 : 100));
+    }
+    ASSERT_TRUE(barrier().ok());
+  }
+}
+
 }  // namespace
 }  // namespace kolo

@@ -38,15 +38,25 @@ Status MpiPeerWatch::start(MPI_Comm world, double timeout_seconds, OnLost on_los
     const char* h = &all[static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME];
     hosts.emplace_back(h, strnlen(h, MPI_MAX_PROCESSOR_NAME));
   }
+  // MPI reuses a freed communicator's id, and a goodbye that reached this rank after its previous
+  // watch stopped listening waits unmatched under that id: each watch's messages carry a generation
+  // agreed by every rank, and the next one ignores what an earlier one left behind.
+  static int64_t last_generation = 0;
+  int64_t generation = last_generation + 1;
+  KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, &generation, 1, MPI_INT64_T, MPI_MAX, world),
+                           "MPI_Allreduce (peer watch generation)");
+  last_generation = generation;
   MPI_Comm comm = MPI_COMM_NULL;
   KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(world, &comm), "MPI_Comm_dup (peer watch)");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  out->reset(new MpiPeerWatch(comm, timeout_seconds, std::move(on_lost), std::move(hosts)));
+  out->reset(new MpiPeerWatch(comm, timeout_seconds, generation, std::move(on_lost), std::move(hosts)));
   return Status::OK();
 }
 
-MpiPeerWatch::MpiPeerWatch(MPI_Comm comm, double timeout_seconds, OnLost on_lost, std::vector<std::string> hosts)
+MpiPeerWatch::MpiPeerWatch(MPI_Comm comm, double timeout_seconds, int64_t generation, OnLost on_lost,
+                           std::vector<std::string> hosts)
     : comm_(comm),
+      generation_(generation),
       timeout_(timeout_seconds),
       // Ten heartbeats per timeout, at most one a second: a late one or two never look like a loss.
       interval_(std::min(1.0, timeout_seconds / 10)),
@@ -62,7 +72,7 @@ MpiPeerWatch::MpiPeerWatch(MPI_Comm comm, double timeout_seconds, OnLost on_lost
     p.last_heard = now;
     peers_.push_back(p);
   }
-  for (Peer& p : peers_) MPI_Irecv(p.in, 2, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
+  for (Peer& p : peers_) MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -82,7 +92,9 @@ void MpiPeerWatch::send(Peer& p, Kind kind, int64_t value, double wait_seconds) 
   }
   p.out[0] = kind;
   p.out[1] = value;
-  const int rc = MPI_Isend(p.out, 2, MPI_INT64_T, p.rank, kTag, comm_, &p.send);
+  p.out[2] = generation_;
+  KOLO_LOG(kTrace, "peer watch: sending " << kind << " to rank " << p.rank);
+  const int rc = MPI_Isend(p.out, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.send);
   if (rc != MPI_SUCCESS && !p.gone) lose(p.rank, who(p.rank) + " cannot be reached: " + mpi_status(rc, "MPI_Isend").message());
 }
 
@@ -91,8 +103,13 @@ void MpiPeerWatch::receive(double now) {
     while (p.recv != MPI_REQUEST_NULL && !lost_) {
       int done = 0;
       if (MPI_Test(&p.recv, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) break;
-      p.last_heard = now;
       const int64_t kind = p.in[0], value = p.in[1];
+      if (p.in[2] != generation_) {  // left by an earlier watch: not this peer's word
+        MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
+        continue;
+      }
+      p.last_heard = now;
+      KOLO_LOG(kTrace, "peer watch: heard " << kind << " from rank " << p.rank);
       if (kind == kBye) {
         p.gone = true;
         break;
@@ -104,7 +121,7 @@ void MpiPeerWatch::receive(double now) {
         lose(lost, who(lost) + " sent no heartbeat for " + seconds_text(silent) + " s (seen by rank 0)");
         break;
       }
-      MPI_Irecv(p.in, 2, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
+      MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
     }
   }
 }
@@ -169,7 +186,7 @@ bool MpiPeerWatch::stop() {
   for (Peer& p : peers_) {
     if (!p.gone) send(p, kBye, 0, 0.5);
   }
-  // Goodbyes are 16 bytes, sent eagerly: they leave at once unless the peer is unreachable, and
+  // Goodbyes are 24 bytes, sent eagerly: they leave at once unless the peer is unreachable, and
   // nothing waits on one for longer than a second.
   const double until = steady_seconds() + 1.0;
   for (Peer& p : peers_) {

@@ -30,6 +30,7 @@ class MpiPeerWatch {
   // Collective over `world` (duplicated, so the heartbeats never meet other traffic); the host names
   // travel once, now, for the messages.
   static Status start(MPI_Comm world, double timeout_seconds, OnLost on_lost, std::unique_ptr<MpiPeerWatch>* out);
+  ~MpiPeerWatch() { stop(); }
 
   // Says goodbye to the peers it watches and ends the thread. True: all its MPI requests are done and
   // the object may go. False (after a loss, or a goodbye that cannot leave): MPI still holds its
@@ -41,15 +42,16 @@ class MpiPeerWatch {
   enum Kind : int64_t { kBeat = 1, kBye = 2, kLost = 3 };
   struct Peer {
     int rank = 0;
-    int64_t in[2] = {0, 0};   // what arrives: kind, value
-    int64_t out[2] = {0, 0};  // what goes
+    int64_t in[3] = {0, 0, 0};   // what arrives: kind, value, generation
+    int64_t out[3] = {0, 0, 0};  // what goes
     MPI_Request recv = MPI_REQUEST_NULL;
     MPI_Request send = MPI_REQUEST_NULL;
     double last_heard = 0.0;
     bool gone = false;  // said goodbye
   };
 
-  MpiPeerWatch(MPI_Comm comm, double timeout_seconds, OnLost on_lost, std::vector<std::string> hosts);
+  MpiPeerWatch(MPI_Comm comm, double timeout_seconds, int64_t generation, OnLost on_lost,
+               std::vector<std::string> hosts);
   void loop();
   void receive(double now);
   void beat();
@@ -61,6 +63,7 @@ class MpiPeerWatch {
   std::string who(int rank) const;
 
   MPI_Comm comm_;
+  const int64_t generation_;  // this watch's, the same on every rank
   int rank_ = 0;
   const double timeout_;
   const double interval_;
