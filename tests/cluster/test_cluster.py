@@ -99,65 +99,59 @@ def test_the_pytorch_example_trains_across_hosts_with_kolorun():
     assert accuracy >= 0.96, job.stdout  # as on one host: the global batch is the same
 
 
-@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
-def test_a_rank_killed_on_one_host_ends_the_job_on_every_host(tmp_path):
+# Training on 2 hosts x 2 ranks in which rank 3 (on the second host) meets `fate` (a Python statement)
+# at step 20. Every rank records its pid; what a rank's ops fail with is printed, and it exits 3.
+FAULT_TRAINING = """
+import os, signal, subprocess, sys, time, torch
+import kolo.torch as kolo
+kolo.init()
+open(os.path.join(sys.argv[1], 'pid.%d' % kolo.rank()), 'w').write(str(os.getpid()))
+try:
+    for step in range(100000):
+        if step == 20 and kolo.rank() == 3:
+            FATE
+        kolo.allreduce(torch.ones(1000), name='grad')
+        time.sleep(0.01)
+except kolo.KoloError as e:
+    print('rank %d at %.1f: %s' % (kolo.rank(), time.time(), e), flush=True)
+    sys.exit(3)
+"""
+
+
+def run_fault(tmp_path, fate, **env_vars):
+    """The job's result and how long it took to end; checks that it failed and that no rank outlived it."""
     script = tmp_path / "train.py"
-    script.write_text(
-        "import os, signal, sys, time, torch\n"
-        "import kolo.torch as kolo\n"
-        "kolo.init()\n"
-        "open(os.path.join(sys.argv[1], 'pid.%d' % kolo.rank()), 'w').write(str(os.getpid()))\n"
-        "for step in range(100000):\n"
-        "    if step == 20 and kolo.rank() == 3:\n"
-        "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "    kolo.allreduce(torch.ones(1000), name='grad')\n"
-        "    time.sleep(0.01)\n")
+    script.write_text(FAULT_TRAINING.replace("FATE", fate))
     command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET %s %s %s"
                % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, script, tmp_path))
     start = time.monotonic()
-    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), **env_vars))
     elapsed = time.monotonic() - start
     assert job.returncode != 0
-    assert elapsed < 90, "the job took %.0f s to end" % elapsed
-    assert re.search(r"process rank 3 with PID \d+ on node \S+-2 exited on signal 9 \(Killed\)", job.stderr), job.stderr
     pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
     assert len(pids) == 4
     assert not [p for p in pids if running(p)], "a rank outlived the job"
+    return job, elapsed
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_a_rank_killed_on_one_host_ends_the_job_on_every_host(tmp_path):
+    job, elapsed = run_fault(tmp_path, "os.kill(os.getpid(), signal.SIGKILL)")
+    assert elapsed < 90, "the job took %.0f s to end" % elapsed
+    assert re.search(r"process rank 3 with PID \d+ on node \S+-2 exited on signal 9 \(Killed\)", job.stderr), job.stderr
 
 
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
 def test_a_host_whose_link_goes_down_is_named_by_the_others_within_the_peer_timeout(tmp_path):
-    # At step 20 rank 3 takes its host's link down for 10 s: both processes there live on, but
-    # nothing reaches them and nothing leaves. MPI's TCP would wait out the outage; kolo's peer watch
-    # (3 s here) fails the ops on the first host naming a rank of the second, and the job ends.
-    script = tmp_path / "train.py"
-    script.write_text(
-        "import os, subprocess, sys, time, torch\n"
-        "import kolo.torch as kolo\n"
-        "kolo.init()\n"
-        "open(os.path.join(sys.argv[1], 'pid.%d' % kolo.rank()), 'w').write(str(os.getpid()))\n"
-        "try:\n"
-        "    for step in range(100000):\n"
-        "        if step == 20 and kolo.rank() == 3:\n"
-        "            subprocess.Popen(['sh', '-c', 'ip link set eth0 down; sleep 10; ip link set eth0 up'])\n"
-        "        kolo.allreduce(torch.ones(1000), name='grad')\n"
-        "        time.sleep(0.01)\n"
-        "except kolo.KoloError as e:\n"
-        "    print('rank %d at %.1f: %s' % (kolo.rank(), time.time(), e), flush=True)\n"
-        "    sys.exit(3)\n")
-    command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET %s %s %s"
-               % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, script, tmp_path))
-    start = time.monotonic()
-    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS="3"))
-    elapsed = time.monotonic() - start
-    assert job.returncode != 0
+    # Rank 3 takes its host's link down for 10 s: both processes there live on, but nothing reaches
+    # them and nothing leaves. MPI's TCP would wait out the outage; kolo's peer watch (3 s here) fails
+    # the ops on the first host naming a rank of the second, and the job ends.
+    job, elapsed = run_fault(tmp_path, "subprocess.Popen(['sh', '-c', 'ip link set eth0 down; sleep 10; ip link set eth0 up'])",
+                             KOLO_PEER_TIMEOUT_SECONDS="3")
     assert elapsed < 120, "the job took %.0f s to end" % elapsed
     for r in (0, 1):
         assert re.search(r"rank %d at [\d.]+: tensor 'grad' did not run: kolo stopped on rank %d: rank [23] \(host "
                          r"\S+-2\) sent no heartbeat for 3\.\d s" % (r, r), job.stdout), job.stdout + job.stderr[-3000:]
-    pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
-    assert len(pids) == 4
-    assert not [p for p in pids if running(p)], "a rank outlived the job"
 
 
 def test_cluster_is_torn_down_after_a_failing_command():
