@@ -156,6 +156,21 @@ def test_indexed_slices_stay_sparse(rank, size):
     np.testing.assert_allclose(dense, expected, rtol=1e-6)
 
 
+def test_indexed_slices_refuse_what_horovod_refuses_with_its_exception(rank, size):
+    # Min/Max/Product/Adasum and scale factors have no sparse meaning here: NotImplementedError, as
+    # Horovod raises, before anything is enqueued (so the ranks stay in step).
+    slices = tf.IndexedSlices(tf.ones([1, 3]), tf.constant([rank]))
+    for op in (kolo.Min, kolo.Max, kolo.Product, kolo.Adasum):
+        with pytest.raises(NotImplementedError, match="supports Sum and Average"):
+            kolo.allreduce(slices, op=op)
+    for scale in ({"prescale_factor": 0.5}, {"postscale_factor": 2.0}):
+        with pytest.raises(NotImplementedError, match="prescale_factor or postscale_factor"):
+            kolo.allreduce(slices, op=kolo.Sum, **scale)
+    with pytest.raises(NotImplementedError):
+        kolo.grouped_allreduce([tf.ones([2]), slices], op=kolo.Max)
+    assert kolo.allreduce(tf.ones([2]), op=kolo.Sum, name="after.refusals").numpy().tolist() == [size] * 2
+
+
 def test_ops_in_a_function_run_concurrently_and_always(rank, size):
     # Not chained in program order (so kolo can fuse them), and run even when the result is unused
     # (every rank must submit them): control outputs of the function.
@@ -171,3 +186,30 @@ def test_ops_in_a_function_run_concurrently_and_always(rank, size):
     assert {op.name for op in ops} <= {op.name for op in concrete.graph.control_outputs}
     first, second = step(tf.ones(2), tf.ones(2))
     assert first.numpy().tolist() == [1.0, 1.0] and second.shape == (2 * size,)
+
+
+def test_executing_eagerly_is_there_as_in_horovod():
+    # horovod.tensorflow exposes its helper, and scripts (and Horovod's tests) call hvd._executing_eagerly().
+    assert kolo._executing_eagerly() is True
+    assert tf.function(lambda: tf.constant(kolo._executing_eagerly()))().numpy() == False  # noqa: E712
+
+
+def test_broadcast_global_variables_in_a_tensorflow_1_graph_and_refused_eagerly(rank, size):
+    with pytest.raises(RuntimeError, match="needs a TensorFlow 1 graph"):
+        kolo.broadcast_global_variables(0)
+    assert kolo.util._executing_eagerly() is True
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.compat.v1.Variable([float(rank + 1)] * 3, use_resource=True)
+        w = tf.compat.v1.Variable(float(rank) * 2, use_resource=True)
+        assert kolo.util._executing_eagerly() is False
+        bcast = kolo.broadcast_global_variables(1 if size > 1 else 0)
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(bcast)
+            root = 1 if size > 1 else 0
+            assert session.run(v).tolist() == [float(root + 1)] * 3 and session.run(w) == float(root) * 2
+            # broadcast_ in a graph returns tensors that assign when run, as Horovod's.
+            session.run(w.assign(float(rank) * 5))
+            got, = kolo.broadcast_([w], root)
+            assert session.run(got) == float(root) * 5 and session.run(w) == float(root) * 5

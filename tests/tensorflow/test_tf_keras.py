@@ -15,7 +15,7 @@ if keras.backend.backend() != "tensorflow":
 def test_sync_batch_normalization_is_batch_normalization_of_the_whole_batch(rank, size):
     rows = {r: np.arange(12, dtype=np.float32).reshape(4, 3) * (r + 1) + r for r in range(size)}
     x = tf.constant(rows[rank])
-    sync = kolo.SyncBatchNormalization(momentum=0.9)
+    sync = kolo.SyncBatchNormalization(momentum=0.9, fused=False)  # Horovod's argument, accepted
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = sync(x, training=True)
@@ -81,8 +81,12 @@ def test_every_horovod_tensorflow_name_but_those_to_come():
              "join", "barrier", "broadcast_variables", "broadcast_object", "broadcast_object_fn", "allgather_object",
              "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
              "SyncBatchNormalization", "elastic", "broadcast_global_variables", "BroadcastGlobalVariablesHook"]
-    # Still to come: elastic (issue 18); TensorFlow 1's global-variable collection and session hooks have
-    # no TensorFlow 2 counterpart (broadcast_variables does their job).
-    assert [n for n in names if not hasattr(kolo, n)] == ["elastic", "broadcast_global_variables",
-                                                          "BroadcastGlobalVariablesHook"]
+    # Still to come: elastic (issue 18); TensorFlow 1's session hook (MonitoredTrainingSession) has no
+    # TensorFlow 2 counterpart (broadcast_variables, or broadcast_global_variables in a graph, does its job).
+    assert [n for n in names if not hasattr(kolo, n)] == ["elastic", "BroadcastGlobalVariablesHook"]
     assert kolo.broadcast_object_fn(root_rank=0)({"x": kolo.rank()}) == {"x": 0}
+
+
+def test_sync_batch_normalization_refuses_a_fused_kernel():
+    with pytest.raises(ValueError, match="fused=True"):
+        kolo.SyncBatchNormalization(fused=True)

@@ -18,8 +18,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     set's size for Average), so it stays sparse. compression applies to dense tensors."""
     op = _op_of(op, average)
     if isinstance(tensor, tf.IndexedSlices):
-        if op not in (Sum, Average):
-            raise ValueError("IndexedSlices are reduced with Sum or Average, not op %r" % (op,))
+        _check_sparse(op, prescale_factor, postscale_factor)
         base = mpi_ops._name(name, "allreduce")
         values = mpi_ops.allgather(tensor.values, name=base + ".values", process_set=process_set)
         indices = mpi_ops.allgather(tensor.indices, name=base + ".indices", process_set=process_set)
@@ -31,10 +30,22 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     return compression.decompress(reduced, ctx)
 
 
+def _check_sparse(op, prescale_factor, postscale_factor):
+    # Horovod's exception type, NotImplementedError, raised on every rank before anything is enqueued.
+    if op not in (Sum, Average):
+        raise NotImplementedError("allreduce of IndexedSlices supports Sum and Average, not %s"
+                                  % mpi_ops._OP_NAMES.get(op, op))
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
+        raise NotImplementedError("allreduce of IndexedSlices does not support prescale_factor or "
+                                  "postscale_factor (scale the values before or after)")
+
+
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", compression=Compression.none,
                       op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set,
                       ignore_name_scope=False, name=None):
     """Allreduces of several tensors, enqueued together (kolo fuses them)."""
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        _check_sparse(_op_of(op, average), prescale_factor, postscale_factor)  # before any is enqueued
     names = mpi_ops._group_names(name, len(tensors), "allreduce")
     return [allreduce(t, average, compression=compression, op=op, prescale_factor=prescale_factor,
                       postscale_factor=postscale_factor, name=n, process_set=process_set)

@@ -17,9 +17,20 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     one request of as many broadcasts. Works eagerly and inside tf.function."""
     variables = list(variables)
     base = "broadcast_variables.%d" % next(_calls)
-    for i, v in enumerate(variables):
-        v.assign(mpi_ops.broadcast(v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v), root_rank,
-                                   name="%s.%d" % (base, i), process_set=process_set))
+    assigns = [v.assign(mpi_ops.broadcast(v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v),
+                                          root_rank, name="%s.%d" % (base, i), process_set=process_set))
+               for i, v in enumerate(variables)]
+    # In a TensorFlow 1 graph the assignments happen when the session runs this op, as Horovod's.
+    return None if tf.executing_eagerly() else tf.group(*assigns)
+
+
+def broadcast_global_variables(root_rank):
+    """TensorFlow 1's graph mode: an op that sets every global variable to its value on root_rank (run
+    it in the session, as Horovod's). Eagerly there is no such collection: use broadcast_variables."""
+    if tf.executing_eagerly():
+        raise RuntimeError("broadcast_global_variables() needs a TensorFlow 1 graph (tf.compat.v1); eagerly, "
+                           "pass the variables: kolo.tensorflow.broadcast_variables(model.variables, root_rank)")
+    return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
 def _bytes_array(obj):

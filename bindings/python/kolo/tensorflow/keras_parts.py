@@ -34,7 +34,12 @@ class SyncBatchNormalization(keras.layers.BatchNormalization):
     sums and counts, one allreduce), then the variance about it (a second): no cancellation between
     large sums. Gradients flow through the allreduces, so the input's gradient is the whole batch's."""
 
-    def __init__(self, *args, process_set=global_process_set, **kwargs):
+    def __init__(self, *args, process_set=global_process_set, fused=False, **kwargs):
+        # Horovod's takes tf.keras' `fused` and allows only False (a fused kernel would not synchronize);
+        # Keras 3 has no such argument.
+        if fused:
+            raise ValueError("SyncBatchNormalization does not support fused=True (its statistics come from "
+                             "every rank; a fused kernel would compute them on this rank alone)")
         super().__init__(*args, **kwargs)
         self._kolo_process_set = process_set
 

@@ -151,13 +151,14 @@ def _broadcast_grad(op, grad):
 
 
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
-    """Sets each of `variables` to its value on root_rank, in place; returns them."""
+    """Sets each of `variables` to its value on root_rank, in place; returns them (in a TensorFlow 1
+    graph, tensors that do the assignment when the session runs them, as Horovod's)."""
     variables = list(variables) if isinstance(variables, (list, tuple)) else [variables]
     base = _name(name, "broadcast_")
-    for i, v in enumerate(variables):
-        v.assign(broadcast(v.read_value() if hasattr(v, "read_value") else v, root_rank, "%s.%d" % (base, i),
-                           process_set=process_set))
-    return variables
+    assigned = [v.assign(broadcast(v.read_value() if hasattr(v, "read_value") else v, root_rank,
+                                   "%s.%d" % (base, i), process_set=process_set))
+                for i, v in enumerate(variables)]
+    return variables if tf.executing_eagerly() or tf.inside_function() else assigned
 
 
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_set=global_process_set):
