@@ -88,7 +88,7 @@ Status Runtime::init(const Settings& overrides) {
   if (config.peer_timeout_seconds > 0 && topo.size > 1) {
     if (mpi_.thread_level == MPI_THREAD_MULTIPLE) {
       s = MpiPeerWatch::start(MPI_COMM_WORLD, config.peer_timeout_seconds,
-                              [this](int rank, const std::string& why) { peer_lost(rank, why); }, &watch_);
+                              [this](const std::string& why) { peer_lost(why); }, &watch_);
       if (!s.ok()) return s;
     } else if (topo.rank == 0) {
       KOLO_LOG(kWarning, "no peer watch (KOLO_PEER_TIMEOUT_SECONDS): it needs MPI_THREAD_MULTIPLE, and MPI provides "
@@ -245,7 +245,7 @@ bool Runtime::mpi_threads_supported() {
   return engine_ != nullptr && mpi_.thread_level == MPI_THREAD_MULTIPLE;
 }
 
-void Runtime::peer_lost(int rank, const std::string& why) {
+void Runtime::peer_lost(const std::string& why) {
   std::vector<std::shared_ptr<Engine>> engines;
   Status lost;
   {
@@ -256,7 +256,6 @@ void Runtime::peer_lost(int rank, const std::string& why) {
     engines = engines_;
     for (const auto& e : engines_) kept_.push_back(e);
   }
-  (void)rank;
   for (const auto& e : engines) e->abandon(lost);
   // Outside the lock: callbacks may call into kolo (and are told the same).
   const size_t failed = handles_.fail_pending(lost);

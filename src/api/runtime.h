@@ -94,7 +94,7 @@ class Runtime {
 
   // A peer stopped answering (the watch's thread): every engine is abandoned (its thread may be stuck
   // in MPI for good), every op in flight fails naming the peer, and so does every op after.
-  void peer_lost(int rank, const std::string& why);
+  void peer_lost(const std::string& why);
   // OK, or why kolo stopped on a lost peer.
   Status lost_status();
   // Keeps what a stuck engine thread may still use until the process ends.

@@ -32,8 +32,7 @@ void Engine::start() {
 void Engine::submit(std::unique_ptr<TensorEntry> entry) {
   const int64_t handle = entry->handle;
   Status s = queue_.push(std::move(entry));
-  if (!s.ok()) handles_->complete(handle, s, Output());
-  if (abandoned_) {
+  if (s.ok() && abandoned_) {
     // Its thread may never take the op up (abandon() came after the caller found this engine).
     std::lock_guard<std::mutex> lock(timeline_mu_);
     s = abandoned_why_;

@@ -72,30 +72,35 @@ MpiPeerWatch::MpiPeerWatch(MPI_Comm comm, double timeout_seconds, int64_t genera
     p.last_heard = now;
     peers_.push_back(p);
   }
-  for (Peer& p : peers_) MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
+  for (Peer& p : peers_) post_receive(p);
   thread_ = std::thread([this] { loop(); });
 }
-
 
 std::string MpiPeerWatch::who(int rank) const {
   return "rank " + std::to_string(rank) + " (host " + hosts_[static_cast<size_t>(rank)] + ")";
 }
 
-void MpiPeerWatch::send(Peer& p, Kind kind, int64_t value, double wait_seconds) {
-  const double until = steady_seconds() + wait_seconds;
+bool MpiPeerWatch::sent(Peer& p, double until) {
   while (p.send != MPI_REQUEST_NULL) {
     int done = 0;
     MPI_Test(&p.send, &done, MPI_STATUS_IGNORE);
     if (done) break;
-    if (steady_seconds() >= until) return;
+    if (steady_seconds() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  return true;
+}
+
+void MpiPeerWatch::post_receive(Peer& p) { MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv); }
+
+void MpiPeerWatch::send(Peer& p, Kind kind, int64_t value, double wait_seconds) {
+  if (!sent(p, steady_seconds() + wait_seconds)) return;
   p.out[0] = kind;
   p.out[1] = value;
   p.out[2] = generation_;
   KOLO_LOG(kTrace, "peer watch: sending " << kind << " to rank " << p.rank);
   const int rc = MPI_Isend(p.out, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.send);
-  if (rc != MPI_SUCCESS && !p.gone) lose(p.rank, who(p.rank) + " cannot be reached: " + mpi_status(rc, "MPI_Isend").message());
+  if (rc != MPI_SUCCESS && !p.gone) lose(who(p.rank) + " cannot be reached: " + mpi_status(rc, "MPI_Isend").message());
 }
 
 void MpiPeerWatch::receive(double now) {
@@ -105,7 +110,7 @@ void MpiPeerWatch::receive(double now) {
       if (MPI_Test(&p.recv, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) break;
       const int64_t kind = p.in[0], value = p.in[1];
       if (p.in[2] != generation_) {  // left by an earlier watch: not this peer's word
-        MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
+        post_receive(p);
         continue;
       }
       p.last_heard = now;
@@ -118,10 +123,10 @@ void MpiPeerWatch::receive(double now) {
         // Rank 0 saw `value` go silent (value: its rank; the silence in milliseconds follows).
         const int lost = static_cast<int>(value & 0xffffffff);
         const double silent = static_cast<double>(value >> 32) / 1000.0;
-        lose(lost, who(lost) + " sent no heartbeat for " + seconds_text(silent) + " s (seen by rank 0)");
+        lose(who(lost) + " sent no heartbeat for " + seconds_text(silent) + " s (seen by rank 0)");
         break;
       }
-      MPI_Irecv(p.in, 3, MPI_INT64_T, p.rank, kTag, comm_, &p.recv);
+      post_receive(p);
     }
   }
 }
@@ -144,15 +149,15 @@ void MpiPeerWatch::check(double now) {
         if (q.rank != p.rank && !q.gone) send(q, kLost, (ms << 32) | p.rank, 0.5);
       }
     }
-    lose(p.rank, who(p.rank) + " sent no heartbeat for " + seconds_text(silent) + " s");
+    lose(who(p.rank) + " sent no heartbeat for " + seconds_text(silent) + " s");
   }
 }
 
-void MpiPeerWatch::lose(int rank, const std::string& why) {
+void MpiPeerWatch::lose(const std::string& why) {
   if (lost_) return;
   lost_ = true;
   KOLO_LOG(kError, "peer lost: " << why);
-  if (on_lost_) on_lost_(rank, why);
+  if (on_lost_) on_lost_(why);
 }
 
 void MpiPeerWatch::loop() {
@@ -190,12 +195,7 @@ bool MpiPeerWatch::stop() {
   // nothing waits on one for longer than a second.
   const double until = steady_seconds() + 1.0;
   for (Peer& p : peers_) {
-    int done = p.send == MPI_REQUEST_NULL ? 1 : 0;
-    while (!done && steady_seconds() < until) {
-      MPI_Test(&p.send, &done, MPI_STATUS_IGNORE);
-      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (!done) return false;  // an unreachable peer: its request keeps this object's memory
+    if (!sent(p, until)) return false;  // an unreachable peer: its request keeps this object's memory
     if (p.recv != MPI_REQUEST_NULL) {
       MPI_Cancel(&p.recv);
       MPI_Wait(&p.recv, MPI_STATUS_IGNORE);

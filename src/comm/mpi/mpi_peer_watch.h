@@ -23,9 +23,9 @@ namespace kolo {
 
 class MpiPeerWatch {
  public:
-  // Called once, on the watch's thread, with the lost job rank and what was seen ("rank 1 (host h2)
-  // sent no heartbeat for 30.0 s").
-  using OnLost = std::function<void(int rank, const std::string& why)>;
+  // Called once, on the watch's thread, with what was seen ("rank 1 (host h2) sent no heartbeat for
+  // 30.0 s").
+  using OnLost = std::function<void(const std::string& why)>;
 
   // Collective over `world` (duplicated, so the heartbeats never meet other traffic); the host names
   // travel once, now, for the messages.
@@ -56,10 +56,13 @@ class MpiPeerWatch {
   void receive(double now);
   void beat();
   void check(double now);
+  // Whether the peer's last message has left, waiting for it until `until` (steady seconds).
+  bool sent(Peer& p, double until);
+  void post_receive(Peer& p);
   // Sends `kind` to a peer unless its last message is still on its way after `wait_seconds` (no
   // pile-up at a frozen one).
   void send(Peer& p, Kind kind, int64_t value, double wait_seconds = 0.0);
-  void lose(int rank, const std::string& why);
+  void lose(const std::string& why);
   std::string who(int rank) const;
 
   MPI_Comm comm_;
