@@ -181,9 +181,9 @@ Status Runtime::shutdown() {
   }
   if (watch && !watch->stop()) keep_after_loss(std::shared_ptr<MpiPeerWatch>(watch.release()));
   if (!lost_status().ok()) {
-    // Stuck engine threads may still use the engine, its GPU context and MPI's: all stay.
+    // Stuck engine threads may still use their engine (kept by peer_lost), its GPU context and MPI's:
+    // all stay.
     std::lock_guard<std::mutex> lock(mu_);
-    kept_.push_back(engine);
     kept_.push_back(device_);
     kept_.push_back(std::shared_ptr<MpiContext>(context_.release()));
     device_.reset();
