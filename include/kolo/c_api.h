@@ -39,7 +39,8 @@ typedef enum {
   KOLO_FLOAT32 = 6,
   KOLO_FLOAT64 = 7,
   KOLO_INT16 = 8,
-  KOLO_BOOL = 9
+  KOLO_BOOL = 9,
+  KOLO_UINT16 = 10
 } kolo_dtype;
 
 typedef enum { KOLO_SUM = 0, KOLO_AVERAGE = 1, KOLO_MIN = 2, KOLO_MAX = 3, KOLO_PRODUCT = 4, KOLO_ADASUM = 5 } kolo_reduce_op;

@@ -22,8 +22,9 @@ enum class DataType : int32_t {
   kFloat64 = 7,
   kInt16 = 8,
   kBool = 9,  // one byte, 0 or 1; reductions are logical (Sum, Average, Max: or; Min, Product: and)
+  kUInt16 = 10,
 };
-constexpr int kNumDataTypes = 10;
+constexpr int kNumDataTypes = 11;
 
 enum class DeviceType : int32_t {
   kCPU = 0,
@@ -70,6 +71,7 @@ struct DataTypeOf;
 template <> struct DataTypeOf<uint8_t> { static constexpr DataType value = DataType::kUInt8; };
 template <> struct DataTypeOf<int8_t> { static constexpr DataType value = DataType::kInt8; };
 template <> struct DataTypeOf<int16_t> { static constexpr DataType value = DataType::kInt16; };
+template <> struct DataTypeOf<uint16_t> { static constexpr DataType value = DataType::kUInt16; };
 template <> struct DataTypeOf<bool> { static constexpr DataType value = DataType::kBool; };
 template <> struct DataTypeOf<int32_t> { static constexpr DataType value = DataType::kInt32; };
 template <> struct DataTypeOf<int64_t> { static constexpr DataType value = DataType::kInt64; };

@@ -108,6 +108,9 @@ void scale_into(DataType dtype, const void* src, void* dst, int64_t count, const
     case DataType::kInt16:
       divide(static_cast<const int16_t*>(src), static_cast<int16_t*>(dst), count, f, d);
       break;
+    case DataType::kUInt16:
+      divide(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), count, f, d);
+      break;
     case DataType::kInt32:
       divide(static_cast<const int32_t*>(src), static_cast<int32_t*>(dst), count, f, d);
       break;
@@ -167,6 +170,7 @@ void fill_identity(DataType dtype, ReduceOp op, void* data, int64_t count) {
     case DataType::kUInt8: fill_typed<uint8_t>(data, count, op); break;
     case DataType::kInt8: fill_typed<int8_t>(data, count, op); break;
     case DataType::kInt16: fill_typed<int16_t>(data, count, op); break;
+    case DataType::kUInt16: fill_typed<uint16_t>(data, count, op); break;
     case DataType::kBool: {
       // Or (Max) starts from false, and (Min) from true.
       const uint8_t v = reduction_for(dtype, op) == ReduceOp::kMin ? 1 : 0;

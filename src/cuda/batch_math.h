@@ -149,6 +149,7 @@ template <typename T> struct IntLimits;
 template <> struct IntLimits<uint8_t> { static constexpr uint8_t lowest = 0, highest = 0xff; };
 template <> struct IntLimits<int8_t> { static constexpr int8_t lowest = -0x7f - 1, highest = 0x7f; };
 template <> struct IntLimits<int16_t> { static constexpr int16_t lowest = -0x7fff - 1, highest = 0x7fff; };
+template <> struct IntLimits<uint16_t> { static constexpr uint16_t lowest = 0, highest = 0xffff; };
 template <> struct IntLimits<int32_t> { static constexpr int32_t lowest = -0x7fffffff - 1, highest = 0x7fffffff; };
 template <> struct IntLimits<int64_t> {
   static constexpr int64_t lowest = -0x7fffffffffffffffll - 1, highest = 0x7fffffffffffffffll;
@@ -204,6 +205,7 @@ template <DataType D> struct ElementOf;
 template <> struct ElementOf<DataType::kUInt8> { using type = uint8_t; };
 template <> struct ElementOf<DataType::kInt8> { using type = int8_t; };
 template <> struct ElementOf<DataType::kInt16> { using type = int16_t; };
+template <> struct ElementOf<DataType::kUInt16> { using type = uint16_t; };
 template <> struct ElementOf<DataType::kBool> { using type = Bool; };
 template <> struct ElementOf<DataType::kInt32> { using type = int32_t; };
 template <> struct ElementOf<DataType::kInt64> { using type = int64_t; };
@@ -213,8 +215,8 @@ template <> struct ElementOf<DataType::kFloat32> { using type = float; };
 template <> struct ElementOf<DataType::kFloat64> { using type = double; };
 
 // Calls Op<From, To>::run(args...) for the transform's pair of types: the same type, float32 to and
-// from float16 or bfloat16 (compression), or int16 to and from int32 (NCCL has no int16). Other
-// pairs fail.
+// from float16 or bfloat16 (compression), or int16 and uint16 to and from int32 (NCCL has neither).
+// Other pairs fail.
 template <template <typename, typename> class Op, typename... Args>
 Status dispatch(DataType from, DataType to, Args&&... args) {
 #define KOLO_BATCH_SAME(D)                                                                        \
@@ -231,9 +233,14 @@ Status dispatch(DataType from, DataType to, Args&&... args) {
       if (to == DataType::kInt16) return Op<int16_t, int16_t>::run(std::forward<Args>(args)...);
       if (to == DataType::kInt32) return Op<int16_t, int32_t>::run(std::forward<Args>(args)...);
       break;
+    case DataType::kUInt16:
+      if (to == DataType::kUInt16) return Op<uint16_t, uint16_t>::run(std::forward<Args>(args)...);
+      if (to == DataType::kInt32) return Op<uint16_t, int32_t>::run(std::forward<Args>(args)...);
+      break;
     case DataType::kInt32:
       if (to == DataType::kInt32) return Op<int32_t, int32_t>::run(std::forward<Args>(args)...);
       if (to == DataType::kInt16) return Op<int32_t, int16_t>::run(std::forward<Args>(args)...);
+      if (to == DataType::kUInt16) return Op<int32_t, uint16_t>::run(std::forward<Args>(args)...);
       break;
     case DataType::kFloat32:
       if (to == DataType::kFloat32) return Op<float, float>::run(std::forward<Args>(args)...);

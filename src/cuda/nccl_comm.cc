@@ -19,7 +19,8 @@ Status nccl_type(DataType dtype, ncclDataType_t* out) {
   switch (dtype) {
     case DataType::kUInt8:
     case DataType::kBool: *out = ncclUint8; return Status::OK();  // 0 or 1, reduced by max and min
-    case DataType::kInt16: break;  // NCCL has none: the device path reduces int16 as int32
+    case DataType::kInt16:
+    case DataType::kUInt16: break;  // NCCL has neither: the device path reduces them as int32
     case DataType::kInt8: *out = ncclInt8; return Status::OK();
     case DataType::kInt32: *out = ncclInt32; return Status::OK();
     case DataType::kInt64: *out = ncclInt64; return Status::OK();

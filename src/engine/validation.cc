@@ -17,7 +17,7 @@ Status invalid(const CallSite& c, const std::string& what) { return Status::Inva
 Status check_view(const CallSite& c, const char* role, const TensorView& v) {
   if (!dtype_is_valid(v.dtype)) {
     return invalid(c, std::string(role) + " has an unsupported dtype (" + std::to_string(static_cast<int>(v.dtype)) +
-                          "); kolo supports uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, bool");
+                          "); kolo supports uint8, int8, uint16, int16, int32, int64, float16, bfloat16, float32, float64, bool");
   }
   if (v.shape.size() > kMaxDims) return invalid(c, std::string(role) + " has more than 64 dimensions");
   for (int64_t d : v.shape) {

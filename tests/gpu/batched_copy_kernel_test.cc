@@ -21,7 +21,7 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> c;
-  for (DataType d : {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64,
+  for (DataType d : {DataType::kUInt8, DataType::kInt8, DataType::kUInt16, DataType::kInt16, DataType::kInt32, DataType::kInt64,
                      DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool}) {
     c.push_back({d, d});
   }
@@ -31,6 +31,8 @@ std::vector<Case> cases() {
   c.push_back({DataType::kBFloat16, DataType::kFloat32});
   c.push_back({DataType::kInt16, DataType::kInt32});
   c.push_back({DataType::kInt32, DataType::kInt16});
+  c.push_back({DataType::kUInt16, DataType::kInt32});
+  c.push_back({DataType::kInt32, DataType::kUInt16});
   return c;
 }
 

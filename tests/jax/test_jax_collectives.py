@@ -150,12 +150,17 @@ def test_bad_input_raises_at_once_naming_tensor_and_rank(rank):
 
 
 @pytest.mark.parametrize("jit", [False, True])
-def test_int16_and_bool_reduce_as_in_horovod(rank, size, jit):
-    tree = {"tokens": jnp.asarray([rank, -2, 1000], jnp.int16), "mask": jnp.asarray([rank == 0, True, False])}
+def test_int16_uint16_and_bool_reduce_as_in_horovod(rank, size, jit):
+    tree = {"tokens": jnp.asarray([rank, -2, 1000], jnp.int16), "mask": jnp.asarray([rank == 0, True, False]),
+            "counts": jnp.asarray([60000 + rank, 1], jnp.uint16)}
     total = (jax.jit(lambda t: kolo.allreduce(t, op=kolo.Sum, name="i16.bool")) if jit else
              (lambda t: kolo.allreduce(t, op=kolo.Sum, name="i16.bool")))(tree)
+    wrapped = sum(60000 + r for r in range(size)) % 65536  # uint16 sums wrap, as MPI_UINT16_T's do
     assert_tree_equal(total, {"tokens": jnp.asarray([size * (size - 1) // 2, -2 * size, 1000 * size], jnp.int16),
-                              "mask": jnp.asarray([True, True, False])})  # Sum of bools: or
+                              "mask": jnp.asarray([True, True, False]),  # Sum of bools: or
+                              "counts": jnp.asarray([wrapped, size], jnp.uint16)})
+    lowest = kolo.allreduce(tree["counts"], op=kolo.Min, name="u16.min")
+    assert_tree_equal(lowest, jnp.asarray([60000, 1], jnp.uint16))
     both = kolo.allreduce(tree["mask"], op=kolo.Min, name="bool.and")
     assert_tree_equal(both, jnp.asarray([size == 1, True, False]))
     scaled = kolo.allreduce(jnp.asarray([3, -3], jnp.int32), op=kolo.Sum, prescale_factor=0.5, name="int.scaled")

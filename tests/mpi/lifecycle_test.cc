@@ -204,7 +204,7 @@ TEST(CApi, AllreduceAllgatherAndErrors) {
             KOLO_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(kolo_last_error()),
             "allreduce of tensor 'c.bad' on rank " + std::to_string(rank()) +
-                ": input has an unsupported dtype (99); kolo supports uint8, int8, int16, int32, int64, float16, "
+                ": input has an unsupported dtype (99); kolo supports uint8, int8, uint16, int16, int32, int64, float16, "
                 "bfloat16, float32, float64, bool");
   EXPECT_EQ(kolo_poll(123456789), -1);
 }

@@ -40,6 +40,7 @@ class Buffer {
       case DataType::kUInt8: store<uint8_t>(p, static_cast<uint8_t>(v)); break;
       case DataType::kInt8: store<int8_t>(p, static_cast<int8_t>(v)); break;
       case DataType::kInt16: store<int16_t>(p, static_cast<int16_t>(v)); break;
+      case DataType::kUInt16: store<uint16_t>(p, static_cast<uint16_t>(v)); break;
       case DataType::kBool: store<uint8_t>(p, v != 0 ? 1 : 0); break;
       case DataType::kInt32: store<int32_t>(p, static_cast<int32_t>(v)); break;
       case DataType::kInt64: store<int64_t>(p, static_cast<int64_t>(v)); break;
@@ -56,6 +57,7 @@ class Buffer {
       case DataType::kUInt8: return load<uint8_t>(p);
       case DataType::kInt8: return load<int8_t>(p);
       case DataType::kInt16: return load<int16_t>(p);
+      case DataType::kUInt16: return load<uint16_t>(p);
       case DataType::kBool: return load<uint8_t>(p);
       case DataType::kInt32: return load<int32_t>(p);
       case DataType::kInt64: return static_cast<double>(load<int64_t>(p));
@@ -116,9 +118,10 @@ class ScopedSettings {
 
 inline const std::vector<DataType>& all_dtypes() {
   // Every dtype whose reductions are arithmetic (bool, whose are logical, is tested on its own).
-  static const std::vector<DataType> d = {DataType::kUInt8,   DataType::kInt8,     DataType::kInt16,
-                                          DataType::kInt32,   DataType::kInt64,    DataType::kFloat16,
-                                          DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+  static const std::vector<DataType> d = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
+                                          DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
+                                          DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                          DataType::kFloat64};
   return d;
 }
 

@@ -11,6 +11,8 @@ def test_allreduce_and_broadcast(rank, size):
                           _core.SUM)
     np.testing.assert_array_equal(out[0], np.full((2, 3), size * (size + 1) / 2, np.float32))
     assert out[1].shape == () and out[1] == size * (size - 1) // 2
+    tokens = _host.allreduce([np.asarray([65535 - rank, rank], np.uint16)], ["h.u16"], _core.MAX)[0]
+    assert tokens.dtype == np.uint16 and tokens.tolist() == [65535, size - 1]
     # uint32 (a Keras seed generator's state) travels as 32-bit bits.
     seeds = _host.broadcast([np.arange(4, dtype=np.uint32) + 7 * rank], ["h.seed"], size - 1)[0]
     assert seeds.dtype == np.uint32 and seeds.tolist() == [7 * (size - 1) + i for i in range(4)]

@@ -18,8 +18,9 @@ namespace {
 using batch::kChunkElements;
 
 std::vector<DataType> all_dtypes() {
-  return {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,   DataType::kInt32,  DataType::kInt64,
-          DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool};
+  return {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,  DataType::kInt16,   DataType::kInt32,
+          DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
+          DataType::kBool};
 }
 
 // Random bytes that are valid, finite values of `dtype` (no NaN: its payload is not an equality).
@@ -221,6 +222,22 @@ TEST(BatchMath, Int16TravelsAsInt32AndBack) {
                                           CopyTransform{DataType::kInt32, DataType::kInt16, 1.0, 1, ReduceOp::kSum})
                   .ok());
   EXPECT_EQ(back, (std::vector<int16_t>{-32768, -1, 0, 7, -32766}));
+}
+
+TEST(BatchMath, UInt16TravelsAsInt32AndBack) {
+  std::vector<uint16_t> v = {0, 1, 32768, 65535};
+  std::vector<int32_t> wide(v.size());
+  std::vector<uint16_t> back(v.size());
+  const int64_t n = static_cast<int64_t>(v.size());
+  ASSERT_TRUE(batch::batched_copy_on_host({CopyPiece{v.data(), wide.data(), n}},
+                                          CopyTransform{DataType::kUInt16, DataType::kInt32, 1.0, 1, ReduceOp::kSum})
+                  .ok());
+  EXPECT_EQ(wide, (std::vector<int32_t>{0, 1, 32768, 65535}));  // no sign: Min and Max stay right in int32
+  wide[3] = 65535 + 65535;  // a sum past uint16's range wraps back as it would have in uint16
+  ASSERT_TRUE(batch::batched_copy_on_host({CopyPiece{wide.data(), back.data(), n}},
+                                          CopyTransform{DataType::kInt32, DataType::kUInt16, 1.0, 1, ReduceOp::kSum})
+                  .ok());
+  EXPECT_EQ(back, (std::vector<uint16_t>{0, 1, 32768, 65534}));
 }
 
 TEST(BatchMath, IntegerAveragesTruncateTowardZeroAsC) {

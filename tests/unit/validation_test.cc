@@ -29,7 +29,7 @@ TEST(Validation, BadTensorsNameTheTensorAndRank) {
   TensorView bad = floats(a, {12});
   bad.dtype = static_cast<DataType>(42);
   EXPECT_EQ(msg(validate_allreduce(site(OpKind::kAllreduce), bad, bad, ReduceOp::kSum, 1, 1)),
-            "allreduce of tensor 'w' on rank 1: input has an unsupported dtype (42); kolo supports uint8, int8, int16, "
+            "allreduce of tensor 'w' on rank 1: input has an unsupported dtype (42); kolo supports uint8, int8, uint16, int16, "
             "int32, int64, float16, bfloat16, float32, float64, bool");
   TensorView strided = floats(a, {3, 2});
   strided.strides = {1, 3};

@@ -7,7 +7,8 @@ import numpy as np
 from kolo import _core
 from kolo._core import _C
 
-_CODES = {"uint8": _core.UINT8, "int8": _core.INT8, "int16": _core.INT16, "int32": _core.INT32, "int64": _core.INT64,
+_CODES = {"uint8": _core.UINT8, "int8": _core.INT8, "uint16": _core.UINT16, "int16": _core.INT16, "int32": _core.INT32,
+          "int64": _core.INT64,
           "float16": _core.FLOAT16, "bfloat16": _core.BFLOAT16, "float32": _core.FLOAT32, "float64": _core.FLOAT64,
           "bool": _core.BOOL}
 
@@ -99,3 +100,7 @@ def reducescatter(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0, 
     _wait_all([_C.reducescatter_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
                                       process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
     return outputs
+
+
+def barrier(set_id=0):
+    _wait_all([_C.barrier_async(set_id)])

@@ -26,6 +26,7 @@ int32_t kolo_dtype_of(ffi::DataType t) {
   switch (t) {
     case ffi::DataType::U8: return KOLO_UINT8;
     case ffi::DataType::S8: return KOLO_INT8;
+    case ffi::DataType::U16: return KOLO_UINT16;
     case ffi::DataType::S16: return KOLO_INT16;
     case ffi::DataType::PRED: return KOLO_BOOL;
     case ffi::DataType::S32: return KOLO_INT32;

@@ -17,7 +17,8 @@ Status DeviceCollective::run(CollectiveCall& call, PhaseLog& log, std::unique_pt
 }
 
 DataType DeviceCollective::reduced_as(const CollectiveCall& call) {
-  return call.wire_dtype == DataType::kInt16 ? DataType::kInt32 : call.wire_dtype;
+  const bool narrow = call.wire_dtype == DataType::kInt16 || call.wire_dtype == DataType::kUInt16;
+  return narrow ? DataType::kInt32 : call.wire_dtype;
 }
 
 ReduceOp DeviceCollective::library_op(DataType dtype, ReduceOp op) {

@@ -28,7 +28,7 @@ class DeviceCollective : public Collective {
   // A communicator of the context, which the work then depends on (its errors end the work).
   Status comm(DeviceContext::Group group, DeviceWork& work, DeviceComm** out);
   // What a reduction's data travels and is reduced as on the device: the call's wire dtype
-  // (compression), except int16, which NCCL lacks, as int32 (wrapping alike).
+  // (compression), except int16 and uint16, which NCCL lacks, as int32 (wrapping alike).
   static DataType reduced_as(const CollectiveCall& call);
   // The op the device library runs: bools logically (reduction_for), an Average as a sum divided
   // afterwards (as on the CPU, so integers truncate alike).

@@ -32,6 +32,7 @@ MPI_Datatype mpi_datatype(DataType dtype) {
     case DataType::kBool: return MPI_UINT8_T;  // 0 or 1, reduced by MPI_MAX and MPI_MIN (reduction_for)
     case DataType::kInt8: return MPI_INT8_T;
     case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kUInt16: return MPI_UINT16_T;
     case DataType::kInt32: return MPI_INT32_T;
     case DataType::kInt64: return MPI_INT64_T;
     case DataType::kFloat16:

@@ -22,9 +22,9 @@ from kolo.jax import _ffi
 Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
 _OP_NAMES = {Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
-_SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.float16,
-                                          jnp.bfloat16, jnp.float32, jnp.float64, jnp.bool_))
-_SUPPORTED_TEXT = "uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, bool"
+_SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.uint16, jnp.int16, jnp.int32, jnp.int64,
+                                          jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64, jnp.bool_))
+_SUPPORTED_TEXT = "uint8, int8, uint16, int16, int32, int64, float16, bfloat16, float32, float64, bool"
 # Unnamed calls are numbered in call (or trace) order, which is the same on every rank running
 # the same program; pass name= where ranks could trace functions in different orders.
 _counter = itertools.count()
@@ -39,7 +39,7 @@ def _rank():
 
 
 # Collectives that only move bytes (broadcast, allgather) carry other dtypes as a supported dtype
-# of the same width: Keras' uint32 seed-generator state, uint16 tokens.
+# of the same width: Keras' uint32 seed-generator state.
 _SAME_WIDTH = {1: jnp.dtype(jnp.uint8), 2: jnp.dtype(jnp.float16), 4: jnp.dtype(jnp.int32), 8: jnp.dtype(jnp.int64)}
 
 

@@ -34,6 +34,9 @@ _DTYPES = {
     torch.float64: _core.FLOAT64,
     torch.bool: _core.BOOL,
 }
+if hasattr(torch, "uint16"):  # torch 2.3 and later
+    _DTYPES[torch.uint16] = _core.UINT16
+_DTYPES_TEXT = ", ".join(str(t).replace("torch.", "") for t in _DTYPES)
 
 _handles = _core.Handles()
 
@@ -58,8 +61,8 @@ def _describe(tensor, name, role="input"):
     code = _DTYPES.get(tensor.dtype)
     if code is None:
         raise KoloValueError(
-            "tensor '%s' on rank %d: %s has dtype %s; kolo supports uint8, int8, int16, int32, int64, float16, "
-            "bfloat16, float32, float64, bool" % (name or "(unnamed)", _C.rank(), role, tensor.dtype),
+            "tensor '%s' on rank %d: %s has dtype %s; kolo supports %s"
+            % (name or "(unnamed)", _C.rank(), role, tensor.dtype, _DTYPES_TEXT),
             _core.INVALID_ARGUMENT)
     if tensor.is_cuda:
         device_type, index = _core.CUDA, tensor.device.index
