@@ -1,4 +1,4 @@
-"""Exit 0 when the framework named on the command line (torch or jax) can use a GPU here, else 77
+"""Exit 0 when the framework named on the command line (torch, jax or tensorflow) can use a GPU here, else 77
 (ctest: skipped), saying why."""
 import sys
 
@@ -7,6 +7,9 @@ try:
     if framework == "torch":
         import torch
         ok = torch.cuda.is_available()
+    elif framework == "tensorflow":
+        import tensorflow as tf
+        ok = len(tf.config.list_physical_devices("GPU")) > 0
     else:
         import jax
         try:

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import kolo.tensorflow as kolo
 
-DTYPES = [tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
+DTYPES = [tf.uint8, tf.int8, tf.uint16, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
 MODES = ["eager", "function"]
 
 
@@ -51,7 +51,7 @@ def test_average_prescale_postscale_and_bools(mode, rank, size):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", [tf.int32, tf.float32, tf.float64, tf.bool])
+@pytest.mark.parametrize("dtype", [tf.uint16, tf.int32, tf.float32, tf.float64, tf.bool])
 def test_allgather_uneven_broadcast_alltoall_reducescatter(mode, dtype, rank, size):
     tag = "%s.%s" % (mode, dtype.name)
 
@@ -213,3 +213,15 @@ def test_broadcast_global_variables_in_a_tensorflow_1_graph_and_refused_eagerly(
             session.run(w.assign(float(rank) * 5))
             got, = kolo.broadcast_([w], root)
             assert session.run(got) == float(root) * 5 and session.run(w) == float(root) * 5
+
+
+def test_broadcast_global_variables_hook_in_a_monitored_training_session(rank, size):
+    root = size - 1
+    with tf.Graph().as_default():
+        v = tf.compat.v1.Variable([float(rank + 1)] * 2, use_resource=True)
+        step = tf.compat.v1.train.get_or_create_global_step()
+        train = tf.compat.v1.assign_add(step, 1)
+        hook = kolo.BroadcastGlobalVariablesHook(root)
+        with tf.compat.v1.train.MonitoredTrainingSession(hooks=[hook]) as session:
+            assert session.run(v).tolist() == [float(root + 1)] * 2  # set before the first step
+            session.run(train)

@@ -1,8 +1,12 @@
 // kolo's collectives as TensorFlow ops (kolo.tensorflow loads them with tf.load_op_library): asynchronous
-// CPU kernels that hand TensorFlow's buffers to kolo through the C ABI and call TensorFlow's done when
-// the op ends (tf_completion.h), so no TensorFlow thread blocks on other ranks. They run eagerly and
-// inside tf.function; shape functions let graphs trace. Every op is stateful: TensorFlow must neither
-// fold two of them into one nor drop one whose result is unused, as every rank must submit it.
+// kernels that hand TensorFlow's buffers to kolo through the C ABI and call TensorFlow's done when the
+// op ends (tf_completion.h), so no TensorFlow thread blocks on other ranks. They run eagerly and inside
+// tf.function; shape functions let graphs trace. Every op is stateful: TensorFlow must neither fold two
+// of them into one nor drop one whose result is unused, as every rank must submit it.
+// The same kernels are registered for GPUs: a GPU tensor goes to kolo's GPU path as a CUDA tensor on
+// TensorFlow's stream for the op (kolo's work starts after what that stream has queued), and done is
+// called once kolo's work on the GPU has ended, as Horovod's kernels do. Splits and ranks stay in host
+// memory (HostMemory).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tf_completion.h"
+#include "xla/stream_executor/stream.h"
 
 namespace kolo_tf {
 namespace {
@@ -25,12 +30,13 @@ using tensorflow::TensorShape;
 using tensorflow::shape_inference::InferenceContext;
 using tensorflow::shape_inference::ShapeHandle;
 
-#define KOLO_TF_TYPES "T: {uint8, int8, int16, int32, int64, half, bfloat16, float, double, bool}"
+#define KOLO_TF_TYPES "T: {uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}"
 
 int32_t kolo_dtype(DataType t) {
   switch (t) {
     case tensorflow::DT_UINT8: return KOLO_UINT8;
     case tensorflow::DT_INT8: return KOLO_INT8;
+    case tensorflow::DT_UINT16: return KOLO_UINT16;
     case tensorflow::DT_INT16: return KOLO_INT16;
     case tensorflow::DT_INT32: return KOLO_INT32;
     case tensorflow::DT_INT64: return KOLO_INT64;
@@ -58,18 +64,36 @@ absl::Status tf_status(int32_t code, const std::string& message) {
   }
 }
 
+// Where a kernel's tensors live: the host, or a GPU with TensorFlow's stream for the op.
+struct Place {
+  int32_t device_type = KOLO_CPU;
+  int32_t ordinal = 0;
+  void* stream = nullptr;
+};
+
+Place place_of(OpKernelContext* ctx, bool gpu) {
+  Place p;
+  if (!gpu) return p;
+  p.device_type = KOLO_CUDA;
+  const auto* info = ctx->device()->tensorflow_accelerator_device_info();
+  p.ordinal = info != nullptr ? info->gpu_id : 0;
+  const auto* dc = ctx->op_device_context();
+  if (dc != nullptr && dc->stream() != nullptr) p.stream = dc->stream()->platform_specific_handle().stream;
+  return p;
+}
+
 // A TensorFlow tensor as kolo's descriptor; the shape lives as long as this object.
 struct View {
-  View(const Tensor& t) : shape(t.shape().dims()) {  // NOLINT: implicit on purpose, used inline
+  View(const Tensor& t, const Place& p) : shape(t.shape().dims()) {
     for (int d = 0; d < t.shape().dims(); ++d) shape[d] = t.shape().dim_size(d);
     c.data = const_cast<char*>(t.tensor_data().data());
     c.dtype = kolo_dtype(t.dtype());
     c.ndim = static_cast<int32_t>(shape.size());
     c.shape = shape.data();
     c.strides = nullptr;
-    c.device_type = KOLO_CPU;
-    c.device_index = 0;
-    c.stream = nullptr;
+    c.device_type = p.device_type;
+    c.device_index = p.ordinal;
+    c.stream = p.stream;
   }
   std::vector<int64_t> shape;
   kolo_tensor c;
@@ -85,12 +109,14 @@ absl::Status need_rows(const Tensor& t, const char* kind, const std::string& nam
 // The base of every kernel: the attributes they share, and finishing TensorFlow's side.
 class KoloOp : public AsyncOpKernel {
  public:
-  explicit KoloOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+  explicit KoloOp(OpKernelConstruction* c) : AsyncOpKernel(c), gpu_(c->device_type() == tensorflow::DEVICE_GPU) {
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name_));
     OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set_));
   }
 
  protected:
+  Place place(OpKernelContext* ctx) const { return place_of(ctx, gpu_); }
+
   // Runs `then` (may be empty) on success, sets the status otherwise, then calls done.
   static Finish finisher(OpKernelContext* ctx, DoneCallback done,
                          std::function<absl::Status(kolo_output*)> then = nullptr) {
@@ -104,6 +130,7 @@ class KoloOp : public AsyncOpKernel {
 
   std::string name_;
   int process_set_ = 0;
+  bool gpu_ = false;
 };
 
 // allreduce and reducescatter's attributes.
@@ -128,7 +155,8 @@ class AllreduceOp : public ReducingOp {
     Tensor* out = nullptr;
     // In place where TensorFlow lets the input's buffer go (a gradient just computed, usually).
     OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
-    View i(in), o(*out);
+    const Place at = place(ctx);
+    View i(in, at), o(*out, at);
     submit([&](kolo_done_fn fn, void* data) {
       return kolo_allreduce_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, op_, prescale_, postscale_,
                                          KOLO_COMPRESSION_NONE, fn, data);
@@ -143,7 +171,8 @@ class BroadcastOp : public KoloOp {
     const Tensor& in = ctx->input(0);
     Tensor* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
-    View i(in), o(*out);
+    const Place at = place(ctx);
+    View i(in, at), o(*out, at);
     submit([&](kolo_done_fn fn, void* data) {
       return kolo_broadcast_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, root_, fn, data);
     }, finisher(ctx, done));
@@ -170,7 +199,8 @@ class ReducescatterOp : public ReducingOp {
     shape.set_dim(0, kolo_reducescatter_rows(in.dim_size(0), set_rank, set_size));
     Tensor* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &out), done);
-    View i(in), o(*out);
+    const Place at = place(ctx);
+    View i(in, at), o(*out, at);
     submit([&](kolo_done_fn fn, void* data) {
       return kolo_reducescatter_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, op_, prescale_, postscale_, fn,
                                              data);
@@ -201,7 +231,7 @@ class AllgatherOp : public KoloOp {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& in = ctx->input(0);
     OP_REQUIRES_OK_ASYNC(ctx, need_rows(in, "allgather", name_, "concatenates"), done);
-    View i(in);
+    View i(in, place(ctx));
     auto* a = new Allocation{ctx, absl::OkStatus()};
     submit([&](kolo_done_fn fn, void* data) {
       return kolo_allgather_in_set_async(process_set_, name_.c_str(), &i.c, allocate_output, a, fn, data);
@@ -224,7 +254,7 @@ class AlltoallOp : public KoloOp {
     for (size_t k = 0; k < s.size(); ++k) {
       s[k] = splits.dtype() == tensorflow::DT_INT64 ? splits.flat<int64_t>()(k) : splits.flat<int32_t>()(k);
     }
-    View i(in);
+    View i(in, place(ctx));
     auto* a = new Allocation{ctx, absl::OkStatus()};
     submit([&](kolo_done_fn fn, void* data) {
       return kolo_alltoall_in_set_async(process_set_, name_.c_str(), &i.c, s.empty() ? nullptr : s.data(),
@@ -371,3 +401,15 @@ REGISTER_KERNEL_BUILDER(Name("KoloReducescatter").Device(tensorflow::DEVICE_CPU)
 REGISTER_KERNEL_BUILDER(Name("KoloAlltoall").Device(tensorflow::DEVICE_CPU), kolo_tf::AlltoallOp);
 REGISTER_KERNEL_BUILDER(Name("KoloJoin").Device(tensorflow::DEVICE_CPU), kolo_tf::JoinOp);
 REGISTER_KERNEL_BUILDER(Name("KoloBarrier").Device(tensorflow::DEVICE_CPU), kolo_tf::BarrierOp);
+
+// GPU tensors: kolo's GPU path on TensorFlow's stream; what the host reads stays in host memory.
+REGISTER_KERNEL_BUILDER(Name("KoloAllreduce").Device(tensorflow::DEVICE_GPU), kolo_tf::AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("KoloBroadcast").Device(tensorflow::DEVICE_GPU), kolo_tf::BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("KoloAllgather").Device(tensorflow::DEVICE_GPU), kolo_tf::AllgatherOp);
+REGISTER_KERNEL_BUILDER(Name("KoloReducescatter").Device(tensorflow::DEVICE_GPU), kolo_tf::ReducescatterOp);
+REGISTER_KERNEL_BUILDER(
+    Name("KoloAlltoall").Device(tensorflow::DEVICE_GPU).HostMemory("splits").HostMemory("received_splits"),
+    kolo_tf::AlltoallOp);
+REGISTER_KERNEL_BUILDER(Name("KoloJoin").Device(tensorflow::DEVICE_GPU).HostMemory("last_joined_rank"),
+                        kolo_tf::JoinOp);
+REGISTER_KERNEL_BUILDER(Name("KoloBarrier").Device(tensorflow::DEVICE_GPU), kolo_tf::BarrierOp);

@@ -28,8 +28,8 @@ from kolo._process_sets import ProcessSet, add_process_set, global_process_set, 
 from kolo.tensorflow.collectives import allreduce, grouped_allreduce, grouped_reducescatter, reducescatter
 from kolo.tensorflow.compression import Compression
 from kolo.tensorflow import util
-from kolo.tensorflow.functions import (allgather_object, broadcast_global_variables, broadcast_object,
-                                        broadcast_object_fn, broadcast_variables)
+from kolo.tensorflow.functions import (BroadcastGlobalVariablesHook, allgather_object, broadcast_global_variables,
+                                        broadcast_object, broadcast_object_fn, broadcast_variables)
 from kolo.tensorflow.util import _executing_eagerly  # horovod.tensorflow has it at the top, as hvd._executing_eagerly
 from kolo.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from kolo.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, alltoall, barrier, broadcast,
@@ -44,7 +44,8 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "broadcast_variables", "broadcast_object", "allgather_object", "DistributedGradientTape", "ProcessSet",
            "global_process_set", "add_process_set", "remove_process_set", "mesh", "Mesh", "KoloError",
            "KoloValueError", "HorovodInternalError", "DistributedOptimizer", "SyncBatchNormalization",
-           "PartialDistributedGradientTape", "broadcast_object_fn", "broadcast_global_variables"] + list(QUERIES)
+           "PartialDistributedGradientTape", "broadcast_object_fn", "broadcast_global_variables",
+           "BroadcastGlobalVariablesHook"] + list(QUERIES)
 
 
 def __getattr__(name):

@@ -33,6 +33,28 @@ def broadcast_global_variables(root_rank):
     return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
+class BroadcastGlobalVariablesHook(tf.compat.v1.train.SessionRunHook):
+    """TensorFlow 1's MonitoredTrainingSession: sets every global variable to its value on root_rank once
+    the session exists (after the variables are initialized or restored), as Horovod's hook does."""
+
+    def __init__(self, root_rank, device="", process_set=global_process_set):
+        super().__init__()
+        self.root_rank = root_rank
+        self.device = device
+        self.process_set = process_set
+        self.bcast_op = None
+
+    def begin(self):
+        # A new graph (MonitoredTrainingSession builds one per session) needs its own op.
+        if self.bcast_op is None or self.bcast_op.graph is not tf.compat.v1.get_default_graph():
+            with tf.device(self.device):
+                self.bcast_op = broadcast_variables(tf.compat.v1.global_variables(), self.root_rank,
+                                                    process_set=self.process_set)
+
+    def after_create_session(self, session, coord):
+        session.run(self.bcast_op)
+
+
 def _bytes_array(obj):
     return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
 
