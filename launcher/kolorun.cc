@@ -1,13 +1,16 @@
 // kolorun: starts a kolo job through Open MPI's mpirun. It checks what it can before anything
 // starts, then becomes mpirun (exec), so the job's exit status is kolorun's and Ctrl-C or SIGTERM
-// reach mpirun, which stops every rank.
+// reach mpirun, which stops every rank. In elastic mode it stays mpirun's parent instead, to start
+// it again (launcher/elastic_launch.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
+#include "elastic_launch.h"
 #include "kolo/c_api.h"
 #include "launch_checks.h"
 #include "launch_options.h"
@@ -68,35 +71,31 @@ int main(int argc, char** argv) {
   machine.hostname = this_hostname();
   machine.env_names = environment_names();
 
-  const std::vector<Host> hosts = effective_hosts(options);
-  const int slots = total_slots(hosts);
-  if (options.num_proc > slots) {
-    std::string given;
-    for (const Host& h : hosts) given += (given.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
-    return fail("-np " + std::to_string(options.num_proc) + " is more than the " + std::to_string(slots) +
-                " slots given (" + (options.hostfile.empty() ? "-H " + given : "hostfile " + options.hostfile) + ")");
+  if (options.discovery_script.empty()) {
+    const std::vector<Host> hosts = effective_hosts(options);
+    const int slots = total_slots(hosts);
+    // Elastic mode runs on the slots there are, but needs --min-np of them.
+    const int needed = options.elastic() ? std::max(1, options.min_np) : options.num_proc;
+    if (needed > slots) {
+      const std::string given = host_list_text(hosts);
+      return fail((options.elastic() ? "--min-np " : "-np ") + std::to_string(needed) + " is more than the " +
+                  std::to_string(slots) + " slots given (" +
+                  (options.hostfile.empty() ? "-H " + given : "hostfile " + options.hostfile) + ")");
+    }
+    if (!options.dry_run) {
+      const std::vector<std::string> unreachable =
+          unreachable_hosts(hosts, machine.hostname, options.rsh_agent, options.start_timeout_seconds);
+      for (const std::string& m : unreachable) std::cerr << "kolorun: " << m << "\n";
+      if (!unreachable.empty()) return 2;
+    }
   }
+  if (options.elastic()) return run_elastic(options, machine);
 
   const MpirunCommand cmd = build_mpirun_command(options, machine);
-  std::string env_text;
-  for (const auto& kv : cmd.set_env) env_text += kv.first + "=" + kv.second + " ";
   if (options.dry_run) {
-    std::cout << env_text << shell_join(cmd.argv) << "\n";
+    std::cout << command_text(cmd) << "\n";
     return 0;
   }
-  const std::vector<std::string> unreachable =
-      unreachable_hosts(hosts, machine.hostname, options.rsh_agent, options.start_timeout_seconds);
-  if (!unreachable.empty()) {
-    for (const std::string& m : unreachable) std::cerr << "kolorun: " << m << "\n";
-    return 2;
-  }
-  if (options.verbose) std::cerr << "kolorun: " << env_text << shell_join(cmd.argv) << "\n";
-
-  for (const auto& kv : cmd.set_env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
-  std::vector<char*> args;
-  std::vector<std::string> words = cmd.argv;
-  for (std::string& w : words) args.push_back(&w[0]);
-  args.push_back(nullptr);
-  execv(machine.mpirun.c_str(), args.data());
-  return fail("cannot run " + machine.mpirun + ": " + std::strerror(errno));
+  if (options.verbose) std::cerr << "kolorun: " << command_text(cmd) << "\n";
+  return fail(exec_mpirun(machine.mpirun, cmd));
 }

@@ -1,5 +1,6 @@
 #include "launch_options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -42,8 +43,15 @@ bool valid_env_name(const std::string& name) {
 
 const char* usage() {
   return "usage: kolorun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
+         "       kolorun --min-np N [--max-np N] [--host-discovery-script FILE] [options] command [args...]\n"
          "\n"
          "Starts `command` on N ranks through Open MPI's mpirun, one rank per slot.\n"
+         "\n"
+         "Elastic mode (--min-np, --max-np or --host-discovery-script) restarts the job: after a failure\n"
+         "(counted against --reset-limit), and when every rank exits 75 (planned, e.g. on the SIGUSR1\n"
+         "kolorun sends when the script finds more slots). Each attempt runs min(--max-np, slots) ranks\n"
+         "(the first at most -np), once there are --min-np slots. Ranks see KOLO_ELASTIC=1,\n"
+         "KOLO_ELASTIC_JOB_ID and KOLO_ELASTIC_ATTEMPT (0, 1, ...).\n"
          "\n"
          "  -np, --num-proc N                 number of ranks\n"
          "  -H, --hosts H:S,...               hosts and their slots (default: this host, N slots)\n"
@@ -65,6 +73,13 @@ const char* usage() {
          "  --start-timeout SECONDS           how long to wait for every host to answer (default 30)\n"
          "  --rsh-agent COMMAND               how to reach other hosts (default: ssh)\n"
          "  -x VAR[=VALUE]                    forward VAR to every rank, or set it\n"
+         "  --min-np N                        elastic: start (and restart) once there are N slots (default 1)\n"
+         "  --max-np N                        elastic: never more than N ranks\n"
+         "  --host-discovery-script FILE      elastic: prints the hosts, a line each, 'host:slots' or 'host';\n"
+         "                                    run through /bin/sh, in place of -H/--hostfile\n"
+         "  --elastic-timeout SECONDS         elastic: how long to wait for --min-np slots (default 600)\n"
+         "  --reset-limit N                   elastic: restarts allowed after failures (default: no limit)\n"
+         "  --discovery-interval SECONDS      elastic: how often to run the script (default 1)\n"
          "  --mpi-args \"...\"                  passed to mpirun as they are\n"
          "  -h, --help                        this text\n";
 }
@@ -215,7 +230,30 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     o->settings.emplace_back(name, text.str());
     return true;
   };
+  auto count = [&](const std::string& flag, long long min, int* out) {
+    std::string v;
+    long long n;
+    if (!value(flag, &v)) return false;
+    if (!parse_int(v, min, &n) || n > 1000000000) {
+      *error = flag + " expects a " + (min > 0 ? "positive" : "non-negative") + " integer, got '" + v + "'";
+      return false;
+    }
+    *out = static_cast<int>(n);
+    return true;
+  };
+  auto seconds = [&](const std::string& flag, bool zero_allowed, double* out) {
+    std::string v;
+    if (!value(flag, &v)) return false;
+    double x;
+    if (!parse_number(v, &x) || (x == 0 && !zero_allowed)) {
+      *error = flag + " expects a " + (zero_allowed ? "non-negative" : "positive") + " number of seconds, got '" + v + "'";
+      return false;
+    }
+    *out = x;
+    return true;
+  };
   bool hosts_given = false;
+  std::string elastic_only;  // the first option that means something in elastic mode only
   for (; i < args.size(); ++i) {
     std::string a = args[i];
     has_inline = false;
@@ -227,13 +265,7 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     }
     std::string v;
     if (a == "-np" || a == "--num-proc" || a == "-n") {
-      long long n;
-      if (!value(a, &v)) return false;
-      if (!parse_int(v, 1, &n)) {
-        *error = a + " expects a positive integer, got '" + v + "'";
-        return false;
-      }
-      o->num_proc = static_cast<int>(n);
+      if (!count(a, 1, &o->num_proc)) return false;
     } else if (a == "-H" || a == "--hosts") {
       if (!value(a, &v) || !parse_host_list(v, &o->hosts, error)) return false;
       if (hosts_given) {
@@ -294,11 +326,27 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       if (!value(a, &v)) return false;
       o->network_interface = v;
     } else if (a == "--start-timeout") {
+      if (!seconds(a, false, &o->start_timeout_seconds)) return false;
+    } else if (a == "--min-np") {
+      if (!count(a, 1, &o->min_np)) return false;
+    } else if (a == "--max-np") {
+      if (!count(a, 1, &o->max_np)) return false;
+    } else if (a == "--host-discovery-script") {
       if (!value(a, &v)) return false;
-      if (!parse_number(v, &o->start_timeout_seconds) || o->start_timeout_seconds <= 0) {
-        *error = a + " expects a positive number of seconds, got '" + v + "'";
+      if (v.empty()) {
+        *error = a + " needs a file";
         return false;
       }
+      o->discovery_script = v;
+    } else if (a == "--elastic-timeout") {
+      if (!seconds(a, true, &o->elastic_timeout_seconds)) return false;
+      elastic_only = elastic_only.empty() ? a : elastic_only;
+    } else if (a == "--reset-limit") {
+      if (!count(a, 0, &o->reset_limit)) return false;
+      elastic_only = elastic_only.empty() ? a : elastic_only;
+    } else if (a == "--discovery-interval") {
+      if (!seconds(a, false, &o->discovery_interval_seconds)) return false;
+      elastic_only = elastic_only.empty() ? a : elastic_only;
     } else if (a == "--rsh-agent") {
       if (!value(a, &v)) return false;
       o->rsh_agent = v;
@@ -336,8 +384,29 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     }
   }
   if (o->help || o->check_build) return true;
-  if (o->num_proc == 0) {
+  if (!o->discovery_script.empty() && hosts_given) {
+    *error = "give hosts one way: --host-discovery-script, or -H/--hostfile";
+    return false;
+  }
+  if (!elastic_only.empty() && !o->elastic()) {
+    *error = elastic_only + " is for elastic mode: add --min-np, --max-np or --host-discovery-script";
+    return false;
+  }
+  if (o->num_proc == 0 && !o->elastic()) {
     *error = "-np N is required";
+    return false;
+  }
+  const int min_np = std::max(1, o->min_np);
+  if (o->max_np > 0 && o->max_np < min_np) {
+    *error = "--max-np " + std::to_string(o->max_np) + " is less than --min-np " + std::to_string(min_np);
+    return false;
+  }
+  if (o->elastic() && o->num_proc > 0 && o->num_proc < min_np) {
+    *error = "-np " + std::to_string(o->num_proc) + " is less than --min-np " + std::to_string(min_np);
+    return false;
+  }
+  if (o->elastic() && o->max_np > 0 && o->num_proc > o->max_np) {
+    *error = "-np " + std::to_string(o->num_proc) + " is more than --max-np " + std::to_string(o->max_np);
     return false;
   }
   if (o->command.empty()) {

@@ -35,6 +35,16 @@ struct LaunchOptions {
   };
   std::vector<EnvVar> env;
   std::vector<std::string> command;  // the program and its arguments
+
+  // Elastic mode (launcher/elastic_launch.h): on when --min-np, --max-np or
+  // --host-discovery-script is given. Then num_proc, if given, is the first attempt's count.
+  int min_np = 0;                    // 0: not given (then 1)
+  int max_np = 0;                    // 0: not given (no cap but the slots)
+  std::string discovery_script;      // prints "host:slots" lines; replaces -H/--hostfile
+  double elastic_timeout_seconds = 600;    // how long to wait for --min-np slots
+  int reset_limit = -1;              // restarts allowed after failures; -1: no limit
+  double discovery_interval_seconds = 1.0; // how often the script runs
+  bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty(); }
 };
 
 // Parses argv[1..]. On error returns false with a message meant for the user in `error`.

@@ -13,7 +13,9 @@ bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefi
 
 std::vector<Host> effective_hosts(const LaunchOptions& o) {
   if (!o.hosts.empty()) return o.hosts;
-  return {Host{"localhost", o.num_proc}};
+  // Elastic mode may have no -np: then --max-np, else --min-np.
+  const int slots = o.num_proc > 0 ? o.num_proc : o.max_np > 0 ? o.max_np : std::max(1, o.min_np);
+  return {Host{"localhost", slots}};
 }
 
 int total_slots(const std::vector<Host>& hosts) {
@@ -27,6 +29,12 @@ bool is_local_host(const std::string& host, const std::string& hostname) {
   if (hostname.empty()) return false;
   const std::string short_name = hostname.substr(0, hostname.find('.'));
   return host == hostname || host == short_name;
+}
+
+std::string host_list_text(const std::vector<Host>& hosts) {
+  std::string text;
+  for (const Host& h : hosts) text += (text.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
+  return text;
 }
 
 std::string shell_join(const std::vector<std::string>& words) {
@@ -49,15 +57,19 @@ std::string shell_join(const std::vector<std::string>& words) {
   return out;
 }
 
+std::string command_text(const MpirunCommand& cmd) {
+  std::string text;
+  for (const auto& kv : cmd.set_env) text += kv.first + "=" + kv.second + " ";
+  return text + shell_join(cmd.argv);
+}
+
 MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   MpirunCommand cmd;
   std::vector<std::string>& a = cmd.argv;
   a.push_back(m.mpirun);
   if (m.is_root) a.push_back("--allow-run-as-root");
   a.insert(a.end(), {"-np", std::to_string(o.num_proc)});
-  std::string hosts;
-  for (const Host& h : effective_hosts(o)) hosts += (hosts.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
-  a.insert(a.end(), {"-H", hosts});
+  a.insert(a.end(), {"-H", host_list_text(effective_hosts(o))});
   // One rank per slot, in host order; no core binding: a rank's threads (kolo's among them) and
   // the framework's own thread pools need the whole machine.
   a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});

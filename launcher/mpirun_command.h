@@ -27,13 +27,19 @@ struct MpirunCommand {
 
 MpirunCommand build_mpirun_command(const LaunchOptions& options, const Machine& machine);
 
-// The hosts to run on: those given, or this host with num_proc slots.
+// The hosts to run on: those given, or this host with num_proc slots (elastic mode without -np:
+// --max-np, else --min-np). Not for --host-discovery-script's hosts (launcher/host_discovery.h).
 std::vector<Host> effective_hosts(const LaunchOptions& options);
 int total_slots(const std::vector<Host>& hosts);
 bool is_local_host(const std::string& host, const std::string& hostname);
 
+// "a:2,b:1", as -H takes them.
+std::string host_list_text(const std::vector<Host>& hosts);
+
 // For printing: each word quoted when a shell would need it.
 std::string shell_join(const std::vector<std::string>& words);
+// For printing: "NAME=VALUE ... mpirun ...", the environment it gets, then the command.
+std::string command_text(const MpirunCommand& cmd);
 
 }  // namespace launcher
 }  // namespace kolo

@@ -190,6 +190,7 @@ struct BuildInfo {
   bool nccl = false;
   std::string nccl_version;
   std::string gpus;           // with CUDA: the GPUs this process sees, or why none is usable
+  bool mpi_ulfm = false;      // the MPI has ULFM (fault-tolerant communicators)
 };
 KOLO_EXPORT BuildInfo build_info();
 

@@ -326,6 +326,10 @@ const char* kolo_build_summary(void) {
     s += line(b.cuda, "CUDA   ", b.cuda ? b.cuda_version : "not built in");
     s += line(b.nccl, "NCCL   ", b.nccl ? b.nccl_version + " (collectives on GPU tensors)" : "not built in");
     if (b.cuda) s += "  here: " + b.gpus + "\n";
+    // Elastic training (kolo.torch.elastic) runs by restarting from the last commit under an elastic
+    // kolorun, with any MPI; in place (survivors shrinking their communicators) is not built yet.
+    s += line(true, "Elastic", " by restart from the last commit (kolorun --min-np/--max-np/--host-discovery-script)");
+    s += line(b.mpi_ulfm, "ULFM   ", b.mpi_ulfm ? "this MPI has it (kolo does not use it yet)" : "this MPI has none");
     return s;
   }();
   return summary.c_str();

@@ -309,6 +309,7 @@ BuildInfo build_info() {
   BuildInfo info;
   info.version = KOLO_VERSION;
   info.mpi_version = mpi_library_version();
+  info.mpi_ulfm = mpi_has_ulfm();
 #if KOLO_HAVE_CUDA
   info.cuda = true;
   info.cuda_version = cuda_build_version();

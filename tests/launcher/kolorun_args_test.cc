@@ -1,8 +1,12 @@
 // kolorun's translation of command lines into mpirun commands, as a table.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
+#include "elastic_launch.h"
+#include "host_discovery.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
 
@@ -144,6 +148,132 @@ TEST(KolorunCommand, BadCommandLines) {
   EXPECT_EQ(parse_error({"-np", "1", "--verbose=yes", "x"}), "--verbose takes no value");
   EXPECT_EQ(parse_error({"-np", "1", "--start-timeout", "0", "x"}),
             "--start-timeout expects a positive number of seconds, got '0'");
+}
+
+LaunchOptions parsed(const std::vector<std::string>& args) {
+  LaunchOptions o;
+  std::string error;
+  EXPECT_TRUE(parse_command_line(args, &o, &error)) << error;
+  return o;
+}
+
+TEST(KolorunElastic, OptionsAndTheirDefaults) {
+  LaunchOptions o = parsed({"-np", "2", "./t"});
+  EXPECT_FALSE(o.elastic());
+  o = parsed({"--min-np", "2", "./t"});  // no -np needed
+  EXPECT_TRUE(o.elastic());
+  EXPECT_EQ(o.min_np, 2);
+  EXPECT_EQ(o.max_np, 0);
+  EXPECT_EQ(o.num_proc, 0);
+  EXPECT_EQ(o.elastic_timeout_seconds, 600);
+  EXPECT_EQ(o.reset_limit, -1);
+  EXPECT_EQ(o.discovery_interval_seconds, 1.0);
+  EXPECT_TRUE(parsed({"--max-np", "4", "./t"}).elastic());
+  o = parsed({"--host-discovery-script", "./d.sh", "--elastic-timeout", "0", "--reset-limit", "0",
+              "--discovery-interval=0.25", "-np", "3", "--min-np", "3", "--max-np", "8", "./t"});
+  EXPECT_TRUE(o.elastic());
+  EXPECT_EQ(o.discovery_script, "./d.sh");
+  EXPECT_EQ(o.elastic_timeout_seconds, 0);
+  EXPECT_EQ(o.reset_limit, 0);
+  EXPECT_EQ(o.discovery_interval_seconds, 0.25);
+  EXPECT_EQ(o.num_proc, 3);
+  EXPECT_EQ(o.max_np, 8);
+}
+
+TEST(KolorunElastic, BadCommandLines) {
+  EXPECT_EQ(parse_error({"--min-np", "0", "x"}), "--min-np expects a positive integer, got '0'");
+  EXPECT_EQ(parse_error({"--max-np", "-2", "x"}), "--max-np expects a positive integer, got '-2'");
+  EXPECT_EQ(parse_error({"--min-np", "4", "--max-np", "2", "x"}), "--max-np 2 is less than --min-np 4");
+  EXPECT_EQ(parse_error({"--min-np", "2", "-np", "1", "x"}), "-np 1 is less than --min-np 2");
+  EXPECT_EQ(parse_error({"--max-np", "2", "-np", "3", "x"}), "-np 3 is more than --max-np 2");
+  EXPECT_EQ(parse_error({"--min-np", "1", "--reset-limit", "-1", "x"}),
+            "--reset-limit expects a non-negative integer, got '-1'");
+  EXPECT_EQ(parse_error({"--min-np", "1", "--elastic-timeout", "soon", "x"}),
+            "--elastic-timeout expects a non-negative number of seconds, got 'soon'");
+  EXPECT_EQ(parse_error({"--min-np", "1", "--discovery-interval", "0", "x"}),
+            "--discovery-interval expects a positive number of seconds, got '0'");
+  EXPECT_EQ(parse_error({"--host-discovery-script", "", "x"}), "--host-discovery-script needs a file");
+  EXPECT_EQ(parse_error({"--host-discovery-script", "./d.sh", "-H", "a:2", "x"}),
+            "give hosts one way: --host-discovery-script, or -H/--hostfile");
+  EXPECT_EQ(parse_error({"-np", "2", "--reset-limit", "3", "x"}),
+            "--reset-limit is for elastic mode: add --min-np, --max-np or --host-discovery-script");
+  EXPECT_EQ(parse_error({"-np", "2", "--discovery-interval", "1", "--elastic-timeout", "5", "x"}),
+            "--discovery-interval is for elastic mode: add --min-np, --max-np or --host-discovery-script");
+  EXPECT_EQ(parse_error({"--min-np", "2"}), "no command to run: kolorun -np N [options] command [args...]");
+}
+
+TEST(KolorunElastic, RanksPerAttempt) {
+  // All the slots, at most --max-np; the first attempt at most -np.
+  EXPECT_EQ(attempt_num_proc(parsed({"--min-np", "1", "./t"}), 6, 0), 6);
+  EXPECT_EQ(attempt_num_proc(parsed({"--max-np", "4", "./t"}), 6, 0), 4);
+  EXPECT_EQ(attempt_num_proc(parsed({"--max-np", "4", "./t"}), 3, 1), 3);
+  EXPECT_EQ(attempt_num_proc(parsed({"-np", "2", "--max-np", "4", "./t"}), 6, 0), 2);
+  EXPECT_EQ(attempt_num_proc(parsed({"-np", "2", "--max-np", "4", "./t"}), 6, 1), 4);
+  // Without -H or a script: this host, with -np, else --max-np, else --min-np slots.
+  EXPECT_EQ(host_list_text(effective_hosts(parsed({"--max-np", "4", "./t"}))), "localhost:4");
+  EXPECT_EQ(host_list_text(effective_hosts(parsed({"--min-np", "3", "./t"}))), "localhost:3");
+  EXPECT_EQ(host_list_text(effective_hosts(parsed({"--min-np", "1", "-np", "2", "--max-np", "5", "./t"}))),
+            "localhost:2");
+}
+
+TEST(KolorunElastic, EachAttemptTellsTheRanksWhichItIs) {
+  const LaunchOptions o = parsed({"--host-discovery-script", "./d.sh", "--cache-capacity", "0", "./t"});
+  const MpirunCommand c = attempt_command(o, machine(), {{"a", 2}, {"b", 1}}, 3, "00c0ffee", 2);
+  EXPECT_EQ(shell_join(c.argv),
+            "/usr/bin/mpirun -np 3 -H a:2,b:1 --bind-to none --map-by slot -x PATH -x KOLO_CACHE_CAPACITY "
+            "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID ./t");
+  EXPECT_EQ(command_text(c).substr(0, command_text(c).find(" /usr/bin/mpirun")),
+            "KOLO_CACHE_CAPACITY=0 KOLO_ELASTIC=1 KOLO_ELASTIC_JOB_ID=00c0ffee KOLO_ELASTIC_ATTEMPT=2");
+}
+
+std::string discovered(const std::string& text) {
+  std::vector<Host> hosts;
+  std::string error;
+  if (!parse_discovered_hosts(text, &hosts, &error)) return "error: " + error;
+  return host_list_text(hosts);
+}
+
+TEST(KolorunElastic, DiscoveryOutput) {
+  EXPECT_EQ(discovered("a:2\nb:4\n"), "a:2,b:4");
+  EXPECT_EQ(discovered("\n  a:2  \n\n\tb\r\nc:1"), "a:2,b:1,c:1");
+  EXPECT_EQ(discovered("node-1.example.com:8\n"), "node-1.example.com:8");
+  EXPECT_EQ(discovered("a:2\nx:y\n"), "error: line 2: bad slot count in 'x:y': expected host:N with N >= 1");
+  EXPECT_EQ(discovered("a:0\n"), "error: line 1: bad slot count in 'a:0': expected host:N with N >= 1");
+  EXPECT_EQ(discovered("a:\n"), "error: line 1: bad slot count in 'a:': expected host:N with N >= 1");
+  EXPECT_EQ(discovered("a slots=2\n"), "error: line 1: expected 'host:slots' or 'host', got 'a slots=2'");
+  EXPECT_EQ(discovered("a:1,b:1\n"), "error: line 1: expected 'host:slots' or 'host', got 'a:1,b:1'");
+  EXPECT_EQ(discovered(":3\n"), "error: line 1: expected 'host:slots' or 'host', got ':3'");
+  EXPECT_EQ(discovered(""), "error: printed no hosts");
+  EXPECT_EQ(discovered("\n \n"), "error: printed no hosts");
+}
+
+std::string script(const std::string& name, const std::string& body) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(KolorunElastic, RunningTheDiscoveryScript) {
+  std::vector<Host> hosts;
+  std::string error;
+  const std::string good = script("kolorun_discover_good.sh", "echo a:2; echo b; echo noise >&2");
+  ASSERT_TRUE(discover_hosts(good, &hosts, &error)) << error;
+  EXPECT_EQ(host_list_text(hosts), "a:2,b:1");
+  // A failure keeps what the caller had.
+  const std::string failing = script("kolorun_discover_fails.sh", "echo a:2; exit 3");
+  EXPECT_FALSE(discover_hosts(failing, &hosts, &error));
+  EXPECT_EQ(error, "host discovery script " + failing + ": exited with status 3");
+  EXPECT_EQ(host_list_text(hosts), "a:2,b:1");
+  const std::string bad = script("kolorun_discover_bad.sh", "echo a:2; echo 'a:b'");
+  EXPECT_FALSE(discover_hosts(bad, &hosts, &error));
+  EXPECT_EQ(error, "host discovery script " + bad + ": line 2: bad slot count in 'a:b': expected host:N with N >= 1");
+  // A hung script (and what it started) is killed at the timeout.
+  const std::string hangs = script("kolorun_discover_hangs.sh", "echo a:2; sleep 30 & sleep 30");
+  EXPECT_FALSE(discover_hosts(hangs, &hosts, &error, 0.3));
+  EXPECT_EQ(error, "host discovery script " + hangs + ": did not finish within 0.3 s");
+  EXPECT_FALSE(discover_hosts("/nonexistent/discover.sh", &hosts, &error));
+  EXPECT_EQ(error, "host discovery script /nonexistent/discover.sh: exited with status 127");
 }
 
 TEST(KolorunCommand, LocalHostsNeedNoSsh) {

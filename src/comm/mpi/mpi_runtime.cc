@@ -1,6 +1,9 @@
 #include "comm/mpi/mpi_runtime.h"
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // ULFM's MPIX_* where the MPI has them
+#endif
 
 #include <string>
 
@@ -26,6 +29,14 @@ std::string mpi_library_version() {
   std::string v(text, static_cast<size_t>(len));
   const size_t end = v.find_first_of(",\n");
   return end == std::string::npos ? v : v.substr(0, end);
+}
+
+bool mpi_has_ulfm() {
+#if defined(MPIX_ERR_PROC_FAILED)
+  return true;
+#else
+  return false;
+#endif
 }
 
 Status mpi_ensure_initialized(MpiRuntime* runtime) {

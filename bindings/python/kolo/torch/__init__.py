@@ -25,6 +25,7 @@ from kolo.torch.mpi_ops import (Adasum, Average, ProcessSet, add_process_set, gl
                                 size, sparse_allreduce_async, synchronize)
 from kolo.torch.optimizer import DistributedOptimizer
 from kolo.torch.sync_batch_norm import SyncBatchNorm
+from kolo.torch import elastic  # noqa: E402 (Horovod's hvd.elastic)
 
 __all__ = [
     "Average", "Compression", "DistributedOptimizer", "KoloError", "KoloValueError", "Max", "Min", "Product", "Sum",
@@ -37,4 +38,4 @@ __all__ = [
 ]
 __all__ += ["Adasum", "HorovodInternalError", "SyncBatchNorm", "grouped_allgather", "grouped_allgather_async", "grouped_reducescatter",
             "grouped_reducescatter_async", "sparse_allreduce_async", "ProcessSet", "global_process_set",
-            "add_process_set", "remove_process_set", "mesh", "Mesh"] + list(QUERIES)
+            "add_process_set", "remove_process_set", "mesh", "Mesh", "elastic"] + list(QUERIES)

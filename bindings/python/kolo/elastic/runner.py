@@ -1,0 +1,127 @@
+"""The elastic training loop (run_fn), and the restart path under an elastic kolorun.
+
+kolorun (elastic mode) starts the workers with KOLO_ELASTIC=1, a job id and an attempt number. A
+failure ends the attempt: the workers exit non-zero (mpirun ends the rest) and kolorun starts them
+again on the hosts left. At the start of each attempt the ranks agree on the newest commit any host
+kept (commit_store), its holder loads it and every rank syncs from it. New hosts: kolorun sends
+SIGUSR1 (mpirun forwards it to every rank); at the next commit the ranks agree on it, and all exit
+with RESTART_EXIT, which kolorun answers by starting them on the new hosts, from that commit."""
+import functools
+import os
+import signal
+import sys
+
+import numpy as np
+
+from kolo import _core, _host
+from kolo._core import KoloError
+
+RESTART_EXIT = 75  # a planned restart (EX_TEMPFAIL): kolorun does not count it as a failure
+
+_hosts_changed = False
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Hosts were added or removed: the job re-forms at the last commit, keeping the state.
+    `skip_sync`: whether the state needs no sync afterwards (Horovod's)."""
+
+    def __init__(self, skip_sync=False):
+        super().__init__("hosts changed")
+        self.skip_sync = skip_sync
+
+
+def is_elastic_launch():
+    return os.environ.get("KOLO_ELASTIC") == "1"
+
+
+def _attempt():
+    return int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
+
+
+def _store():
+    from kolo.elastic.commit_store import CommitStore
+    return CommitStore(os.environ.get("KOLO_ELASTIC_JOB_ID", "default"))
+
+
+def _on_hosts_changed(signum, frame):
+    global _hosts_changed
+    _hosts_changed = True
+
+
+# Installed as soon as kolo is imported under an elastic kolorun: kolorun may signal before training
+# starts, and SIGUSR1's default action would end the process.
+if is_elastic_launch():
+    try:
+        signal.signal(signal.SIGUSR1, _on_hosts_changed)
+    except ValueError:  # imported off the main thread: run() installs it
+        pass
+
+
+def hosts_changed_everywhere():
+    # Every rank must leave at the same commit: one small allreduce (Max) of each rank's flag.
+    if not is_elastic_launch():
+        return False
+    flag = np.array([1 if _hosts_changed else 0], np.int32)
+    return bool(_host.allreduce([flag], ["kolo.elastic.hosts_changed"], _core.MAX)[0][0])
+
+
+def persist(state):
+    """Under an elastic kolorun, one rank per host keeps the commit in the host's memory."""
+    if is_elastic_launch() and _core.local_rank() == 0:
+        _store().write(state._commit_number, state.serialize)
+
+
+def _resume(state):
+    """The start of an attempt: every rank takes the newest commit any host kept (none: rank 0's state)."""
+    store = _store()
+    numbers = _host.allgather([np.array([store.newest(with_payload=False)[0]], np.int64)],
+                              ["kolo.elastic.commits"])[0]
+    newest = int(numbers.max())
+    root = int(np.flatnonzero(numbers == newest)[0]) if newest >= 0 else 0
+    if newest >= 0 and _core.rank() == root:
+        number, payload = store.newest()
+        if number != newest:  # replaced under us: only a writer of this job could, and none runs yet
+            raise KoloError("kolo.elastic: commit %d on rank %d changed while resuming" % (newest, root))
+        state.deserialize(payload)
+    state._commit_number = newest
+    state.sync_root_rank = root
+    try:
+        state.sync()
+    finally:
+        state.sync_root_rank = 0
+    if newest >= 0 and _core.rank() == 0:
+        print("kolo.elastic: attempt %d on %d ranks resumes from commit %d (kept on rank %d's host)"
+              % (_attempt(), _core.size(), newest, root), file=sys.stderr, flush=True)
+
+
+def run_fn(func, reset):
+    """Horovod's elastic.run for a binding; `reset` re-forms the job in place (unused on the restart path)."""
+
+    @functools.wraps(func)
+    def wrapper(state, *args, **kwargs):
+        if not is_elastic_launch():
+            # No launcher to re-form the job: commits and restore() work in memory, and a lost peer
+            # ends the job with kolo's error, as without elastic.
+            state.sync()
+            return func(state, *args, **kwargs)
+        signal.signal(signal.SIGUSR1, _on_hosts_changed)
+        _resume(state)
+        if _attempt() > 0:
+            state.on_reset()
+        try:
+            result = func(state, *args, **kwargs)
+        except HostsUpdatedInterrupt:
+            # Every rank agreed at a commit (check_host_updates): kolorun restarts the job on the new
+            # hosts, from that commit.
+            _core.shutdown()
+            sys.exit(RESTART_EXIT)
+        except KoloError as e:
+            print("kolo.elastic: rank %d: %s\nkolo.elastic: the job goes back to commit %d"
+                  % (_core.rank(), e, state._commit_number), file=sys.stderr, flush=True)
+            raise
+        _host.barrier()  # everyone is done with the commits before they go
+        if _core.local_rank() == 0:
+            _store().clear()
+        return result
+
+    return wrapper

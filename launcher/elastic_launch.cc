@@ -1,0 +1,259 @@
+#include "elastic_launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "host_discovery.h"
+
+namespace kolo {
+namespace launcher {
+namespace {
+
+// SIGINT and SIGTERM go on to mpirun, which stops every rank; nothing restarts after one.
+volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_mpirun_pid = 0;
+
+void pass_on_stop(int sig) {
+  g_stop_signal = sig;
+  if (g_mpirun_pid > 0) kill(g_mpirun_pid, sig);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = pass_on_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Sleeps, waking early for a stop signal; false if one came.
+bool pause_for(double seconds) {
+  const double until = now() + seconds;
+  while (!g_stop_signal && now() < until) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.05, until - now())));
+  }
+  return !g_stop_signal;
+}
+
+std::string random_job_id() {
+  std::random_device random;
+  char text[17];
+  std::snprintf(text, sizeof text, "%08x%08x", random(), random());
+  return text;
+}
+
+// As a shell reports it: the exit code, or 128 + the signal.
+int exit_status(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
+std::string describe(int wait_status) {
+  return WIFEXITED(wait_status) ? "status " + std::to_string(WEXITSTATUS(wait_status))
+                                : "signal " + std::to_string(WTERMSIG(wait_status));
+}
+
+std::ostream& say() { return std::cerr << "kolorun: "; }
+
+std::string hosts_text(const std::vector<Host>& hosts) { return hosts.empty() ? "none" : host_list_text(hosts); }
+
+// The hosts to run on: the given ones, or the discovery script's last good answer.
+struct HostState {
+  std::vector<Host> hosts;
+  std::string warned;  // the script's problem, printed once until it works again
+};
+
+void rediscover(const LaunchOptions& o, HostState* s) {
+  if (o.discovery_script.empty()) return;
+  std::string error;
+  if (discover_hosts(o.discovery_script, &s->hosts, &error)) {
+    s->warned.clear();
+  } else if (error != s->warned) {
+    say() << "warning: " << error << "; keeping the last hosts (" << hosts_text(s->hosts) << ")\n";
+    s->warned = error;
+  }
+}
+
+// Until the hosts have `min_np` slots, runs the script again each interval. False when
+// --elastic-timeout passes first (saying so) or a stop signal comes.
+bool wait_for_slots(const LaunchOptions& o, int min_np, HostState* s) {
+  const double since = now();
+  while (total_slots(s->hosts) < min_np) {
+    const double left = o.elastic_timeout_seconds - (now() - since);
+    if (left <= 0) {
+      say() << "fewer than --min-np " << min_np << " slots (have " << total_slots(s->hosts) << ": "
+            << hosts_text(s->hosts) << ") for " << o.elastic_timeout_seconds << " s; ending the job\n";
+      return false;
+    }
+    if (!pause_for(std::min(left, o.discovery_interval_seconds))) return false;
+    rediscover(o, s);
+  }
+  return true;
+}
+
+// Waits for mpirun to end. Meanwhile runs the script each interval and, the first time it finds
+// room for more ranks than this attempt has, sends mpirun SIGUSR1, which Open MPI passes on to
+// every rank: they commit and exit 75.
+int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int attempt) {
+  const std::vector<Host> started_on = s->hosts;
+  bool asked = false;
+  double next = now() + o.discovery_interval_seconds;
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return W_EXITCODE(1, 0);  // not ours to wait for: cannot happen
+    if (!o.discovery_script.empty() && !asked && !g_stop_signal && now() >= next) {
+      rediscover(o, s);
+      next = now() + o.discovery_interval_seconds;
+      const int slots = total_slots(s->hosts);
+      if (slots > total_slots(started_on) && attempt_num_proc(o, slots, attempt + 1) > num_proc) {
+        say() << "hosts changed (" << hosts_text(started_on) << " -> " << hosts_text(s->hosts)
+              << "): asking the job to restart on them\n";
+        kill(pid, SIGUSR1);
+        asked = true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Forks and execs mpirun; -1 with why when it did not start (not worth a restart). The child
+// writes why into a pipe that closes unwritten when the exec works.
+pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, std::string* error) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    *error = std::string("cannot start mpirun: ") + std::strerror(errno);
+    return -1;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("cannot start mpirun: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    const std::string why = exec_mpirun(mpirun, cmd);
+    if (write(fds[1], why.data(), why.size()) < 0) _exit(127);
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string why;
+  char buffer[256];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) why.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (!why.empty()) {
+    waitpid(pid, nullptr, 0);
+    *error = why;
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
+int attempt_num_proc(const LaunchOptions& o, int slots, int attempt) {
+  int n = slots;
+  if (o.max_np > 0) n = std::min(n, o.max_np);
+  if (attempt == 0 && o.num_proc > 0) n = std::min(n, o.num_proc);
+  return n;
+}
+
+MpirunCommand attempt_command(const LaunchOptions& options, const Machine& machine, const std::vector<Host>& hosts,
+                              int num_proc, const std::string& job_id, int attempt) {
+  LaunchOptions o = options;
+  o.num_proc = num_proc;
+  o.hosts = hosts;
+  // As settings they are set in mpirun's environment and forwarded like every KOLO_* variable.
+  o.settings.emplace_back("KOLO_ELASTIC", "1");
+  o.settings.emplace_back("KOLO_ELASTIC_JOB_ID", job_id);
+  o.settings.emplace_back("KOLO_ELASTIC_ATTEMPT", std::to_string(attempt));
+  return build_mpirun_command(o, machine);
+}
+
+std::string exec_mpirun(const std::string& mpirun, const MpirunCommand& cmd) {
+  for (const auto& kv : cmd.set_env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+  std::vector<std::string> words = cmd.argv;
+  std::vector<char*> args;
+  for (std::string& w : words) args.push_back(&w[0]);
+  args.push_back(nullptr);
+  execv(mpirun.c_str(), args.data());
+  return "cannot run " + mpirun + ": " + std::strerror(errno);
+}
+
+int run_elastic(const LaunchOptions& o, const Machine& m) {
+  install_stop_handlers();
+  const int min_np = std::max(1, o.min_np);
+  HostState s;
+  if (o.discovery_script.empty()) {
+    s.hosts = effective_hosts(o);
+  } else {
+    // No last good answer to fall back on yet: a script that fails now is a mistake to report.
+    std::string error;
+    if (!discover_hosts(o.discovery_script, &s.hosts, &error)) {
+      say() << error << "\n";
+      return 2;
+    }
+  }
+  const std::string job_id = random_job_id();
+  int resets = 0;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) rediscover(o, &s);
+    if (!wait_for_slots(o, min_np, &s)) return g_stop_signal ? 128 + g_stop_signal : 1;
+    const int num_proc = attempt_num_proc(o, total_slots(s.hosts), attempt);
+    const MpirunCommand cmd = attempt_command(o, m, s.hosts, num_proc, job_id, attempt);
+    if (o.dry_run) {
+      std::cout << command_text(cmd) << "\n";
+      return 0;
+    }
+    if (o.verbose) say() << "attempt " << attempt << ": " << command_text(cmd) << "\n";
+    std::string error;
+    const pid_t pid = start_mpirun(m.mpirun, cmd, &error);
+    if (pid < 0) {
+      say() << error << "\n";
+      return 2;
+    }
+    g_mpirun_pid = pid;
+    if (g_stop_signal) kill(pid, g_stop_signal);  // came before mpirun's pid was known
+    const int status = watch(pid, o, &s, num_proc, attempt);
+    g_mpirun_pid = 0;
+    if (g_stop_signal || status == 0) return exit_status(status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kPlannedRestartStatus) {
+      say() << "attempt " << attempt << " ended with status " << kPlannedRestartStatus
+            << " (a planned restart); restarting on the hosts there are now\n";
+      continue;
+    }
+    ++resets;
+    const std::string ended = "attempt " + std::to_string(attempt) + " ended with " + describe(status);
+    if (o.reset_limit >= 0 && resets > o.reset_limit) {
+      say() << ended << "\n";
+      say() << "--reset-limit " << o.reset_limit << " reached; ending the job\n";
+      return exit_status(status);
+    }
+    say() << ended << "; restarting from the last commit (reset " << resets << " of "
+          << (o.reset_limit < 0 ? "unlimited" : std::to_string(o.reset_limit)) << ")\n";
+    if (!pause_for(0.2)) return exit_status(status);
+  }
+}
+
+}  // namespace launcher
+}  // namespace kolo

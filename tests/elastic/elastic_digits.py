@@ -1,0 +1,84 @@
+"""Elastic training of a small float64 classifier on scikit-learn's 8x8 digits, in Horovod's elastic
+shape (the program the elastic tests run under kolorun; see test_elastic.py).
+
+Per-rank batches of --batch-size from an ElasticSampler, a commit every --commit-every steps. A test
+hook, from the environment: KOLO_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes that rank, before that
+step of that attempt, write KOLO_TEST_HOSTS_AFTER into KOLO_TEST_HOSTS_FILE (what the discovery script
+prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"); "grow" only adds the hosts.
+Rank 0 prints where each attempt starts; at the end it saves the weights to --out and prints the test
+accuracy."""
+import argparse
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+import kolo.torch as hvd
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=6)
+parser.add_argument("--batch-size", type=int, default=16)
+parser.add_argument("--commit-every", type=int, default=4)
+parser.add_argument("--lr", type=float, default=0.1)
+parser.add_argument("--out", required=True)
+args = parser.parse_args()
+
+hvd.init()
+torch.set_num_threads(1)
+digits = load_digits()
+x = torch.tensor(digits.images, dtype=torch.float64).reshape(-1, 64) / 16.0
+y = torch.tensor(digits.target, dtype=torch.int64)
+x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=0)
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).double()
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+sampler = hvd.elastic.ElasticSampler(range(len(x_train)), shuffle=True, seed=1)
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+event = os.environ.get("KOLO_TEST_EVENT", "").split(":")
+attempt = int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
+
+
+def test_event(step):
+    if len(event) == 4 and [int(v) for v in event[:3]] == [attempt, hvd.rank(), step]:
+        with open(os.environ["KOLO_TEST_HOSTS_FILE"], "w") as f:
+            f.write(os.environ["KOLO_TEST_HOSTS_AFTER"] + "\n")
+        print("event %s at %.3f" % (event[3], time.time()), flush=True)
+        if event[3] == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+@hvd.elastic.run
+def train(state):
+    if hvd.rank() == 0:
+        print("attempt %d starts at step %d on %d ranks at %.3f" % (attempt, state.step, hvd.size(), time.time()),
+              flush=True)
+    while state.epoch < args.epochs:
+        indices = list(iter(sampler))
+        for start in range(0, len(indices), args.batch_size):
+            test_event(state.step)
+            batch = torch.tensor(indices[start:start + args.batch_size])
+            optimizer.zero_grad()
+            F.cross_entropy(model(x_train[batch]), y_train[batch]).backward()
+            optimizer.step()
+            sampler.record_batch(start // args.batch_size, args.batch_size)
+            state.step += 1
+            if state.step % args.commit_every == 0:
+                state.commit()
+        state.epoch += 1
+        sampler.set_epoch(state.epoch)
+        state.commit()
+
+
+state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, step=0)
+train(state)
+if hvd.rank() == 0:
+    torch.save(model.state_dict(), args.out)
+    accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
+    print("ranks %d  steps %d  test accuracy %.4f" % (hvd.size(), state.step, accuracy), flush=True)
+sys.exit(0)

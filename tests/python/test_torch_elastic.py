@@ -1,0 +1,103 @@
+"""kolo.torch.elastic's pieces at N ranks, outside an elastic launch: TorchState's commit, restore,
+sync and bytes; ElasticSampler's partition before and after the size changes; the commit store's
+atomic replacement (the restart path's end to end is tests/elastic)."""
+import io
+import os
+
+import torch
+
+import kolo.torch as kolo
+from kolo.elastic.commit_store import CommitStore
+
+
+def model_and_optimizer(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()  # momentum buffers exist
+    return model, optimizer
+
+
+def test_commit_restore_and_sync_from_rank_0(rank, size):
+    model, optimizer = model_and_optimizer(seed=rank)
+    sampler = kolo.elastic.ElasticSampler(range(10), shuffle=False)
+    state = kolo.elastic.TorchState(model, optimizer, sampler=sampler, epoch=rank, batch=3)
+    state.commit()
+    committed = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    state.epoch, state.batch = 99, 99
+    sampler.record_batch(0, 2)
+    state.restore()
+    assert state.epoch == rank and state.batch == 3 and sampler.processed_num == 0
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in committed.items())
+    state.sync()
+    root_model, root_optimizer = model_and_optimizer(seed=0)
+    assert state.epoch == 0
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in root_model.state_dict().items())
+    mine, root = optimizer.state_dict()["state"], root_optimizer.state_dict()["state"]
+    assert all(torch.equal(mine[k]["momentum_buffer"], root[k]["momentum_buffer"]) for k in root)
+
+
+def test_state_travels_as_bytes(rank):
+    model, optimizer = model_and_optimizer(seed=rank)
+    state = kolo.elastic.TorchState(model, optimizer, epoch=4)
+    state.commit()
+    payload = io.BytesIO()
+    state.serialize(payload)
+    payload = payload.getvalue()
+    other_model, other_optimizer = model_and_optimizer(seed=rank + 100)
+    other = kolo.elastic.TorchState(other_model, other_optimizer, epoch=0)
+    other.deserialize(payload)
+    assert other.epoch == 4
+    assert all(torch.equal(other_model.state_dict()[k], v) for k, v in model.state_dict().items())
+
+
+def test_the_sampler_repartitions_what_is_left_of_the_epoch(rank, size):
+    sampler = kolo.elastic.ElasticSampler(range(23), shuffle=True, seed=5)
+    shares = kolo.allgather_object(list(iter(sampler)), name="shares")
+    seen = [i for share in shares for i in share]
+    assert sorted(set(seen)) == list(range(23)) and len(seen) == len(sampler) * size
+    assert len(seen) - 23 < size  # the last round's padding only
+    # Two rounds of 2 per rank done; then (as after a restart on another size) what is left, over 2 ranks.
+    sampler.record_batch(0, 2)
+    sampler.record_batch(1, 2)
+    done = sampler.remaining_indices[:4 * size]
+    after = [kolo.elastic.ElasticSampler(range(23), shuffle=True, seed=5) for _ in range(2)]
+    for r, s in enumerate(after):
+        s._place = lambda r=r: (2, r)
+        s.load_state_dict(sampler.state_dict())
+    left = [i for s in after for i in iter(s)]
+    assert sorted(set(left) | set(done)) == list(range(23)) and not set(left) & set(done)
+
+
+def test_run_outside_an_elastic_launch_syncs_and_runs_once(rank, size):
+    model, optimizer = model_and_optimizer(seed=rank)
+    state = kolo.elastic.TorchState(model, optimizer, epoch=rank)
+    calls = []
+
+    @kolo.elastic.run
+    def train(s, extra):
+        calls.append(extra)
+        return s.epoch
+
+    assert train(state, "x") == 0 and calls == ["x"]
+
+
+def test_the_commit_store_replaces_a_commit_whole_or_not_at_all(tmp_path, rank):
+    store = CommitStore("job%d" % rank, root=str(tmp_path))
+    assert store.newest() == (-1, None)
+    store.write(0, lambda f: f.write(b"first"))
+    store.write(1, lambda f: f.write(b"second"))
+    assert store.newest() == (1, b"second") and store.newest(with_payload=False) == (1, None)
+    # A crash while writing commit 2 leaves a temporary file; commit 1 is still the one.
+    with open(store.path + ".123.tmp", "wb") as f:
+        f.write(b"KOLOCMT1partial")
+    assert store.newest() == (1, b"second")
+    # A commit cut short (not through write()) is not taken.
+    with open(store.path, "r+b") as f:
+        f.truncate(os.path.getsize(store.path) - 1)
+    assert store.newest() == (-1, None)
+    store.clear()
+    assert not os.path.exists(store.directory)
