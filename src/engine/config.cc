@@ -11,6 +11,13 @@ extern char** environ;
 
 namespace kolo {
 
+// Variables kolorun and the bindings use that are not engine settings: no "unknown setting" warning.
+static bool set_by_launcher(const std::string& name) {
+  static const std::set<std::string> names = {"KOLO_ELASTIC", "KOLO_ELASTIC_JOB_ID", "KOLO_ELASTIC_ATTEMPT",
+                                              "KOLO_ELASTIC_COMMIT_DIR", "KOLO_MPIRUN"};
+  return names.count(name) > 0;
+}
+
 const std::vector<SettingInfo>& known_settings() {
   static const std::vector<SettingInfo> settings = {
       {"KOLO_CYCLE_TIME_MS", "1",
@@ -193,7 +200,7 @@ Status config_from_environment(const Settings& overrides, Config* config,
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       const std::string entry = *e;
       const std::string name = entry.substr(0, entry.find('='));
-      if (name.rfind("KOLO_", 0) == 0 && !known.count(name)) unknown_names->push_back(name);
+      if (name.rfind("KOLO_", 0) == 0 && !known.count(name) && !set_by_launcher(name)) unknown_names->push_back(name);
     }
   }
   for (const auto& kv : overrides) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Brings up H emulated hosts on this machine (network namespaces joined by a bridge, each with its
-# own hostname and /dev/shm), runs a command across them, and tears everything down on exit, also on
-# failure or Ctrl-C.
+# own hostname and a /dev/shm that lasts as long as the cluster), runs a command across them, and
+# tears everything down on exit, also on failure or Ctrl-C.
 #
 #   tests/cluster/cluster.sh [--hosts H] [--rate-mbit MBIT] [--delay DELAY] -- COMMAND [ARGS...]
 #
@@ -55,6 +55,7 @@ cleanup() {
       ip netns del "$ns" 2>/dev/null || true
     fi
     ip link del "${prefix}v$i" 2>/dev/null || true
+    umount "$work_dir/shm/$ns" 2>/dev/null || true
   done
   ip link del "$bridge" 2>/dev/null || true
   if grep -q "$hosts_marker" /etc/hosts 2>/dev/null; then
@@ -95,6 +96,8 @@ for i in $(seq 1 "$hosts"); do
       burst $(( rate * 1250 > 65536 ? rate * 1250 : 65536 )) latency 50ms
   done
   echo "$address $ns $hosts_marker" >> /etc/hosts
+  # The host's /dev/shm: one tmpfs that outlives each command run there, as a real host's does.
+  mkdir -p "$work_dir/shm/$ns" && mount -t tmpfs none "$work_dir/shm/$ns"
   names="${names:+$names,}$ns"
 done
 
@@ -105,7 +108,8 @@ cat > "$agent" <<'AGENT'
 while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
 host=$1; shift
 # Its own hostname and /dev/shm: Open MPI's shared-memory transport would otherwise mix hosts up.
-exec ip netns exec "$host" unshare --uts --mount /bin/sh -c "hostname $host; mount -t tmpfs none /dev/shm; $*"
+shm="$(dirname "$0")/shm/$host"
+exec ip netns exec "$host" unshare --uts --mount /bin/sh -c "hostname $host; mount --bind $shm /dev/shm; $*"
 AGENT
 chmod +x "$agent"
 

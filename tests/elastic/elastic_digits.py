@@ -2,9 +2,10 @@
 shape (the program the elastic tests run under kolorun; see test_elastic.py).
 
 Per-rank batches of --batch-size from an ElasticSampler, a commit every --commit-every steps. A test
-hook, from the environment: KOLO_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes that rank, before that
-step of that attempt, write KOLO_TEST_HOSTS_AFTER into KOLO_TEST_HOSTS_FILE (what the discovery script
-prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"); "grow" only adds the hosts.
+hook, from the environment: ELASTIC_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes that rank, before that
+step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a line
+each (what the discovery script prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"), for "freeze", SIGSTOP itself
+(frozen: kolo's peer watch finds it); "grow" only adds the hosts.
 Rank 0 prints where each attempt starts; at the end it saves the weights to --out and prints the test
 accuracy."""
 import argparse
@@ -40,17 +41,17 @@ model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 sampler = hvd.elastic.ElasticSampler(range(len(x_train)), shuffle=True, seed=1)
 optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
-event = os.environ.get("KOLO_TEST_EVENT", "").split(":")
+event = os.environ.get("ELASTIC_TEST_EVENT", "").split(":")
 attempt = int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
 
 
 def test_event(step):
     if len(event) == 4 and [int(v) for v in event[:3]] == [attempt, hvd.rank(), step]:
-        with open(os.environ["KOLO_TEST_HOSTS_FILE"], "w") as f:
-            f.write(os.environ["KOLO_TEST_HOSTS_AFTER"] + "\n")
+        with open(os.environ["ELASTIC_TEST_HOSTS_FILE"], "w") as f:
+            f.write(os.environ["ELASTIC_TEST_HOSTS_AFTER"].replace(",", "\n") + "\n")
         print("event %s at %.3f" % (event[3], time.time()), flush=True)
-        if event[3] == "die":
-            os.kill(os.getpid(), signal.SIGKILL)
+        if event[3] in ("die", "freeze"):
+            os.kill(os.getpid(), signal.SIGKILL if event[3] == "die" else signal.SIGSTOP)
 
 
 @hvd.elastic.run

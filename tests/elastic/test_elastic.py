@@ -27,20 +27,21 @@ pytestmark = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason
 EPOCHS, BATCH, COMMIT_EVERY, LR, HIDDEN = 6, 16, 4, 0.1, 128  # HIDDEN: as elastic_digits.py
 
 
-def run_job(tmp_path, hosts, event=None, hosts_after=None):
+def run_job(tmp_path, hosts, event=None, hosts_after=None, peer_timeout=30):
     hosts_file = tmp_path / "hosts"
     hosts_file.write_text(hosts + "\n")
     script = tmp_path / "discover.sh"
     script.write_text("#!/bin/sh\ncat %s\n" % hosts_file)
     script.chmod(0o755)
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
-               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", KOLO_TEST_HOSTS_FILE=str(hosts_file))
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", ELASTIC_TEST_HOSTS_FILE=str(hosts_file),
+               KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout))
     if event:
-        env.update(KOLO_TEST_EVENT=event, KOLO_TEST_HOSTS_AFTER=hosts_after)
+        env.update(ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER=hosts_after)
     out = tmp_path / "weights.pt"
     job = subprocess.run([KOLORUN, "--min-np", "2", "--host-discovery-script", str(script), "--reset-limit", "2",
-                          "--mpi-args", "--oversubscribe", "-x", "KOLO_ELASTIC_COMMIT_DIR", "-x", "KOLO_TEST_EVENT",
-                          "-x", "KOLO_TEST_HOSTS_AFTER", "-x", "KOLO_TEST_HOSTS_FILE",
+                          "--mpi-args", "--oversubscribe", "-x", "KOLO_ELASTIC_COMMIT_DIR", "-x", "ELASTIC_TEST_EVENT",
+                          "-x", "ELASTIC_TEST_HOSTS_AFTER", "-x", "ELASTIC_TEST_HOSTS_FILE",
                           sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
                           "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)],
                          capture_output=True, text=True, timeout=240, env=env)
@@ -121,6 +122,15 @@ def test_a_killed_rank_is_cut_out_and_training_resumes_from_the_last_commit(tmp_
     assert last.startswith("ranks 2  steps ") and float(last.rsplit(" ", 1)[1]) == pytest.approx(accuracy, abs=2e-3)
     assert accuracy >= 0.96
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("kolo-elastic-")]  # the commits went at the end
+
+
+def test_a_frozen_rank_is_found_by_the_peer_watch_and_cut_out_the_same_way(tmp_path):
+    # SIGSTOP: the process lives but answers nothing; the others' peer watch (3 s here) ends the attempt.
+    job, out = run_job(tmp_path, "localhost:3", event="0:2:10:freeze", hosts_after="localhost:2", peer_timeout=3)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert "sent no heartbeat" in job.stderr and "attempt 1 on 2 ranks resumes from commit 1" in job.stderr, job.stderr
+    weights, _ = reference([(8, 3), (None, 2)])
+    assert_same_weights(out, weights)
 
 
 def test_without_a_failure_the_job_equals_the_reference(tmp_path):
