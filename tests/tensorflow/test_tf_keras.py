@@ -81,8 +81,9 @@ def test_every_horovod_tensorflow_name_but_those_to_come():
              "join", "barrier", "broadcast_variables", "broadcast_object", "broadcast_object_fn", "allgather_object",
              "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
              "SyncBatchNormalization", "elastic", "broadcast_global_variables", "BroadcastGlobalVariablesHook"]
-    # Still to come: elastic (issue 18).
-    assert [n for n in names if not hasattr(kolo, n)] == ["elastic"]
+    assert [n for n in names if not hasattr(kolo, n)] == []
+    for name in ("run", "TensorFlowState", "TensorFlowKerasState", "State", "ObjectState", "HostsUpdatedInterrupt"):
+        assert hasattr(kolo.elastic, name), name
     assert kolo.broadcast_object_fn(root_rank=0)({"x": kolo.rank()}) == {"x": 0}
 
 

@@ -30,6 +30,7 @@ from kolo.tensorflow.compression import Compression
 from kolo.tensorflow import util
 from kolo.tensorflow.functions import (BroadcastGlobalVariablesHook, allgather_object, broadcast_global_variables,
                                         broadcast_object, broadcast_object_fn, broadcast_variables)
+from kolo.tensorflow import elastic  # noqa: E402 (Horovod's hvd.elastic)
 from kolo.tensorflow.util import _executing_eagerly  # horovod.tensorflow has it at the top, as hvd._executing_eagerly
 from kolo.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from kolo.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, alltoall, barrier, broadcast,
@@ -45,7 +46,7 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "global_process_set", "add_process_set", "remove_process_set", "mesh", "Mesh", "KoloError",
            "KoloValueError", "HorovodInternalError", "DistributedOptimizer", "SyncBatchNormalization",
            "PartialDistributedGradientTape", "broadcast_object_fn", "broadcast_global_variables",
-           "BroadcastGlobalVariablesHook"] + list(QUERIES)
+           "BroadcastGlobalVariablesHook", "elastic"] + list(QUERIES)
 
 
 def __getattr__(name):

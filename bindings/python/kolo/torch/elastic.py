@@ -111,8 +111,10 @@ class TorchState(ObjectState):
         super().restore()
 
     def sync(self):
+        # Saved again afterwards, so that restore() after a sync gives the synced state (as TensorFlow's).
         for name, handler in sorted(self._handlers.items()):
             handler.sync(name, self.sync_root_rank)
+            handler.save()
         super().sync()
 
     def serialize(self, file):
