@@ -7,7 +7,6 @@ import random
 
 import torch
 
-from kolo import _core
 from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.torch import functions, mpi_ops
 
