@@ -1,6 +1,7 @@
 #include "elastic_launch.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,9 +13,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "failure_blame.h"
 #include "host_discovery.h"
 
 namespace kolo {
@@ -72,10 +76,65 @@ std::ostream& say() { return std::cerr << "kolorun: "; }
 
 std::string hosts_text(const std::vector<Host>& hosts) { return hosts.empty() ? "none" : host_list_text(hosts); }
 
-// The hosts to run on: the given ones, or the discovery script's last good answer.
+// The hosts to run on: the given ones, or the discovery script's last good answer, less those left out.
 struct HostState {
   std::vector<Host> hosts;
   std::string warned;  // the script's problem, printed once until it works again
+  std::map<std::string, int> failures;  // attempts that failed blaming each host
+  std::set<std::string> left_out;       // blamed --blacklist-after times: not used again
+};
+
+void drop_left_out(HostState* s) {
+  std::vector<Host> kept;
+  for (const Host& h : s->hosts) {
+    if (!s->left_out.count(h.name)) kept.push_back(h);
+  }
+  s->hosts = kept;
+}
+
+// A failed attempt blamed these hosts (Open MPI's or kolo's own words); one that reaches
+// --blacklist-after failures is left out from now on.
+void count_failures(const LaunchOptions& o, const std::set<std::string>& blamed, HostState* s) {
+  for (const std::string& host : blamed) {
+    const int n = ++s->failures[host];
+    if (o.blacklist_after > 0 && n >= o.blacklist_after && s->left_out.insert(host).second) {
+      say() << "host " << host << " failed " << n << " times (--blacklist-after " << o.blacklist_after
+            << "); leaving it out of the job\n";
+    }
+  }
+  drop_left_out(s);
+}
+
+// mpirun's standard error, passed on as it comes, read line by line for the host a failure blames.
+struct ErrorWatch {
+  int fd = -1;
+  std::string line;
+  std::set<std::string> blamed;
+
+  // Reads what is there without blocking; false once mpirun's side is closed.
+  bool pump() {
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = read(fd, buffer, sizeof buffer);
+      if (n > 0) {
+        if (write(STDERR_FILENO, buffer, static_cast<size_t>(n)) < 0) {
+          // kolorun's own stderr is gone: keep reading, so that mpirun never blocks on a full pipe
+        }
+        for (ssize_t i = 0; i < n; ++i) {
+          if (buffer[i] != '\n') {
+            line += buffer[i];
+            continue;
+          }
+          std::string host;
+          if (blamed_host(line, &host)) blamed.insert(host);
+          line.clear();
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+  }
 };
 
 void rediscover(const LaunchOptions& o, HostState* s) {
@@ -83,6 +142,7 @@ void rediscover(const LaunchOptions& o, HostState* s) {
   std::string error;
   if (discover_hosts(o.discovery_script, &s->hosts, &error)) {
     s->warned.clear();
+    drop_left_out(s);
   } else if (error != s->warned) {
     say() << "warning: " << error << "; keeping the last hosts (" << hosts_text(s->hosts) << ")\n";
     s->warned = error;
@@ -109,14 +169,19 @@ bool wait_for_slots(const LaunchOptions& o, int min_np, HostState* s) {
 // Waits for mpirun to end. Meanwhile runs the script each interval and, the first time it finds
 // room for more ranks than this attempt has, sends mpirun SIGUSR1, which Open MPI passes on to
 // every rank: they commit and exit 75.
-int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int attempt) {
+int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int attempt, ErrorWatch* errors) {
   const std::vector<Host> started_on = s->hosts;
   bool asked = false;
+  bool open = true;
   double next = now() + o.discovery_interval_seconds;
   int status = 0;
   for (;;) {
+    if (open) open = errors->pump();
     const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
+    if (r == pid) {
+      if (open) errors->pump();  // what mpirun wrote last
+      return status;
+    }
     if (r < 0 && errno != EINTR) return W_EXITCODE(1, 0);  // not ours to wait for: cannot happen
     if (!o.discovery_script.empty() && !asked && !g_stop_signal && now() >= next) {
       rediscover(o, s);
@@ -129,31 +194,41 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
         asked = true;
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pollfd p{errors->fd, POLLIN, 0};
+    if (!open || poll(&p, 1, 20) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
-// Forks and execs mpirun; -1 with why when it did not start (not worth a restart). The child
-// writes why into a pipe that closes unwritten when the exec works.
-pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, std::string* error) {
-  int fds[2];
+// Forks and execs mpirun, its standard error into a pipe read from *err_fd (non-blocking); -1 with
+// why when it did not start (not worth a restart). The child writes why into a pipe that closes
+// unwritten when the exec works.
+pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, int* err_fd, std::string* error) {
+  int fds[2], err[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     *error = std::string("cannot start mpirun: ") + std::strerror(errno);
     return -1;
   }
-  const pid_t pid = fork();
-  if (pid < 0) {
+  if (pipe2(err, O_CLOEXEC) != 0) {
     *error = std::string("cannot start mpirun: ") + std::strerror(errno);
     close(fds[0]);
     close(fds[1]);
     return -1;
   }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("cannot start mpirun: ") + std::strerror(errno);
+    for (int fd : {fds[0], fds[1], err[0], err[1]}) close(fd);
+    return -1;
+  }
   if (pid == 0) {
+    dup2(err[1], STDERR_FILENO);  // the copy is not close-on-exec
     const std::string why = exec_mpirun(mpirun, cmd);
     if (write(fds[1], why.data(), why.size()) < 0) _exit(127);
     _exit(127);
   }
   close(fds[1]);
+  close(err[1]);
+  fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
   std::string why;
   char buffer[256];
   ssize_t n;
@@ -163,9 +238,11 @@ pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, std::str
   close(fds[0]);
   if (!why.empty()) {
     waitpid(pid, nullptr, 0);
+    close(err[0]);
     *error = why;
     return -1;
   }
+  *err_fd = err[0];
   return pid;
 }
 
@@ -227,14 +304,16 @@ int run_elastic(const LaunchOptions& o, const Machine& m) {
     }
     if (o.verbose) say() << "attempt " << attempt << ": " << command_text(cmd) << "\n";
     std::string error;
-    const pid_t pid = start_mpirun(m.mpirun, cmd, &error);
+    ErrorWatch errors;
+    const pid_t pid = start_mpirun(m.mpirun, cmd, &errors.fd, &error);
     if (pid < 0) {
       say() << error << "\n";
       return 2;
     }
     g_mpirun_pid = pid;
     if (g_stop_signal) kill(pid, g_stop_signal);  // came before mpirun's pid was known
-    const int status = watch(pid, o, &s, num_proc, attempt);
+    const int status = watch(pid, o, &s, num_proc, attempt, &errors);
+    close(errors.fd);
     g_mpirun_pid = 0;
     if (g_stop_signal || status == 0) return exit_status(status);
     if (WIFEXITED(status) && WEXITSTATUS(status) == kPlannedRestartStatus) {
@@ -243,6 +322,7 @@ int run_elastic(const LaunchOptions& o, const Machine& m) {
       continue;
     }
     ++resets;
+    count_failures(o, errors.blamed, &s);
     const std::string ended = "attempt " + std::to_string(attempt) + " ended with " + describe(status);
     if (o.reset_limit >= 0 && resets > o.reset_limit) {
       say() << ended << "\n";

@@ -80,6 +80,7 @@ const char* usage() {
          "  --elastic-timeout SECONDS         elastic: how long to wait for --min-np slots (default 600)\n"
          "  --reset-limit N                   elastic: restarts allowed after failures (default: no limit)\n"
          "  --discovery-interval SECONDS      elastic: how often to run the script (default 1)\n"
+         "  --blacklist-after N               elastic: leave out a host blamed for N failures (default 2; 0: never)\n"
          "  --mpi-args \"...\"                  passed to mpirun as they are\n"
          "  -h, --help                        this text\n";
 }
@@ -346,6 +347,9 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       elastic_only = elastic_only.empty() ? a : elastic_only;
     } else if (a == "--discovery-interval") {
       if (!seconds(a, false, &o->discovery_interval_seconds)) return false;
+      elastic_only = elastic_only.empty() ? a : elastic_only;
+    } else if (a == "--blacklist-after") {
+      if (!count(a, 0, &o->blacklist_after)) return false;
       elastic_only = elastic_only.empty() ? a : elastic_only;
     } else if (a == "--rsh-agent") {
       if (!value(a, &v)) return false;

@@ -44,6 +44,7 @@ struct LaunchOptions {
   double elastic_timeout_seconds = 600;    // how long to wait for --min-np slots
   int reset_limit = -1;              // restarts allowed after failures; -1: no limit
   double discovery_interval_seconds = 1.0; // how often the script runs
+  int blacklist_after = 2;           // failures blamed on one host before it is left out; 0: never
   bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty(); }
 };
 

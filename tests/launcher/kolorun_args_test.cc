@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "elastic_launch.h"
+#include "failure_blame.h"
 #include "host_discovery.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
@@ -168,6 +169,8 @@ TEST(KolorunElastic, OptionsAndTheirDefaults) {
   EXPECT_EQ(o.elastic_timeout_seconds, 600);
   EXPECT_EQ(o.reset_limit, -1);
   EXPECT_EQ(o.discovery_interval_seconds, 1.0);
+  EXPECT_EQ(o.blacklist_after, 2);
+  EXPECT_EQ(parsed({"--min-np", "1", "--blacklist-after", "0", "./t"}).blacklist_after, 0);
   EXPECT_TRUE(parsed({"--max-np", "4", "./t"}).elastic());
   o = parsed({"--host-discovery-script", "./d.sh", "--elastic-timeout", "0", "--reset-limit", "0",
               "--discovery-interval=0.25", "-np", "3", "--min-np", "3", "--max-np", "8", "./t"});
@@ -199,7 +202,27 @@ TEST(KolorunElastic, BadCommandLines) {
             "--reset-limit is for elastic mode: add --min-np, --max-np or --host-discovery-script");
   EXPECT_EQ(parse_error({"-np", "2", "--discovery-interval", "1", "--elastic-timeout", "5", "x"}),
             "--discovery-interval is for elastic mode: add --min-np, --max-np or --host-discovery-script");
+  EXPECT_EQ(parse_error({"--min-np", "1", "--blacklist-after", "-1", "x"}),
+            "--blacklist-after expects a non-negative integer, got '-1'");
+  EXPECT_EQ(parse_error({"-np", "2", "--blacklist-after", "3", "x"}),
+            "--blacklist-after is for elastic mode: add --min-np, --max-np or --host-discovery-script");
   EXPECT_EQ(parse_error({"--min-np", "2"}), "no command to run: kolorun -np N [options] command [args...]");
+}
+
+TEST(KolorunElastic, TheHostAFailureBlames) {
+  std::string host;
+  EXPECT_TRUE(blamed_host("mpirun noticed that process rank 2 with PID 4242 on node kc5-3 exited on signal 9 (Killed).",
+                          &host));
+  EXPECT_EQ(host, "kc5-3");
+  EXPECT_TRUE(blamed_host("rank 0 at 1.0: tensor 'grad' did not run: kolo stopped on rank 0: rank 1 (host h2) sent "
+                          "no heartbeat for 3.0 s (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS)",
+                          &host));
+  EXPECT_EQ(host, "h2");
+  for (const char* line : {"mpirun detected that one or more processes exited with non-zero status", "",
+                           "process rank 1 with PID 7 on node  exited on signal 9", "on node a b exited on signal 9",
+                           "rank 1 (host h2 sent no heartbeat"}) {
+    EXPECT_FALSE(blamed_host(line, &host)) << line;
+  }
 }
 
 TEST(KolorunElastic, RanksPerAttempt) {

@@ -4,6 +4,7 @@ Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m py
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -179,6 +180,10 @@ if mode == "fail":
     sys.exit(3 if rank == 1 else 0)
 if mode == "grow":  # the first attempt runs until kolorun asks for a restart
     sys.exit(0 if attempt > 0 else 75 if wait_for(lambda: asked) else 9)
+if mode == "killed-second":  # the second rank dies by a signal, whatever the attempt
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.exit(0)
 if mode == "wait-go":
     sys.exit(0 if wait_for((out / "go").exists) else 9)
 """
@@ -293,6 +298,21 @@ def test_elastic_gives_up_without_min_np_slots(elastic, tmp_path):
     job = kolorun("--host-discovery-script", broken, *program("fail"), timeout=20)
     assert job.returncode == 2
     assert job.stderr == f"kolorun: host discovery script {broken}: exited with status 4\n"
+
+
+def test_elastic_leaves_out_a_host_blamed_for_repeated_failures(elastic):
+    # Two names for this machine: mpirun places a rank on each and names the node by its hostname when
+    # the second dies. Blamed twice, that name is left out, and the job runs on "localhost" alone.
+    program, out, hosts, discover = elastic
+    node = socket.gethostname()
+    set_hosts(hosts, "localhost:1\n%s:1\n" % node)
+    job = kolorun("--host-discovery-script", discover, "--min-np", "1", "--reset-limit", "3",
+                  *program("killed-second"), timeout=30)
+    assert job.returncode == 0, job.stderr
+    assert "kolorun: host %s failed 2 times (--blacklist-after 2); leaving it out of the job\n" % node in job.stderr
+    assert "attempt 1 ended with signal" in job.stderr or "attempt 1 ended with status" in job.stderr
+    runs = ran(out)
+    assert sorted(k for k in runs if k.startswith("2.")) == ["2.0"] and runs["2.0"][0] == "1"
 
 
 def test_elastic_dry_run_prints_the_first_attempt(elastic):

@@ -1,0 +1,30 @@
+#include "failure_blame.h"
+
+namespace kolo {
+namespace launcher {
+namespace {
+
+// The word between `before` and `after` in `line`, if both are there in that order with one word between.
+bool word_between(const std::string& line, const std::string& before, const std::string& after, std::string* word) {
+  const size_t start = line.find(before);
+  if (start == std::string::npos) return false;
+  const size_t begin = start + before.size();
+  const size_t end = line.find(after, begin);
+  if (end == std::string::npos || end == begin || line.find(' ', begin) < end) return false;
+  *word = line.substr(begin, end - begin);
+  return true;
+}
+
+}  // namespace
+
+bool blamed_host(const std::string& line, std::string* host) {
+  // Open MPI's mpirun, when a rank dies: "... process rank 1 with PID 42 on node h2 exited on signal 9 (Killed)."
+  if (line.find("process rank ") != std::string::npos && word_between(line, " on node ", " exited on signal", host)) {
+    return true;
+  }
+  // kolo's peer watch, when a rank stops answering: "... rank 1 (host h2) sent no heartbeat for 30.0 s ..."
+  return word_between(line, " (host ", ") sent no heartbeat", host);
+}
+
+}  // namespace launcher
+}  // namespace kolo
