@@ -253,13 +253,14 @@ HOROVOD_KERAS = ["init", "shutdown", "size", "local_size", "cross_size", "rank",
                  "allgather", "broadcast", "reducescatter", "load_model"]
 HOROVOD_KERAS_CALLBACKS = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateScheduleCallback",
                            "LearningRateWarmupCallback", "BestModelCheckpoint"]
-# Still to come: elastic (its own issue).
-NOT_YET = ["elastic"]
+NOT_YET = []
 
 
 def test_every_horovod_keras_name_but_those_to_come():
     assert [n for n in HOROVOD_KERAS if not hasattr(kolo, n)] == NOT_YET
     assert [n for n in HOROVOD_KERAS_CALLBACKS if not hasattr(kolo.callbacks, n)] == []
+    for name in ("run", "KerasState", "CommitStateCallback", "UpdateBatchStateCallback", "UpdateEpochStateCallback"):
+        assert hasattr(kolo.elastic, name), name
     assert kolo.gloo_built() is False and kolo.ddl_built() is False and kolo.rocm_built() is False
 
 

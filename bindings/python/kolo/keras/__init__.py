@@ -11,7 +11,7 @@ from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError
                         cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
                         local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
                         rocm_built, shutdown, size, start_timeline, stop_timeline)
-from kolo.keras import callbacks
+from kolo.keras import callbacks, elastic
 from kolo.keras.callbacks import (BestModelCheckpoint, BroadcastGlobalVariablesCallback, LearningRateScheduleCallback,
                                   LearningRateWarmupCallback, MetricAverageCallback)
 from kolo.keras.compression import Compression
@@ -26,7 +26,7 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "MetricAverageCallback", "LearningRateWarmupCallback", "LearningRateScheduleCallback", "BestModelCheckpoint",
            "PartialDistributedOptimizer", "Compression", "Adasum", "Average", "Sum", "allreduce", "allgather", "broadcast",
            "reducescatter", "broadcast_global_variables", "broadcast_variables", "load_model", "callbacks",
-           "KoloError", "KoloValueError"]
+           "KoloError", "KoloValueError", "elastic"]
 from kolo._mesh import Mesh, mesh
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 

@@ -1,11 +1,9 @@
 """Bringing every rank to the same state: variables and arbitrary Python objects."""
 import itertools
-import pickle
 
-import numpy as np
 import tensorflow as tf
 
-from kolo import _host, _process_sets
+from kolo import _host_objects
 from kolo._process_sets import global_process_set
 from kolo.tensorflow import mpi_ops
 
@@ -55,35 +53,15 @@ class BroadcastGlobalVariablesHook(tf.compat.v1.train.SessionRunHook):
         session.run(self.bcast_op)
 
 
-def _bytes_array(obj):
-    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-
-
 def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
     """root_rank's `obj` (anything pickle takes) on every rank (of the set). Eager (session: Horovod's
     TF1 argument, not needed)."""
-    set_id = _process_sets.set_id(process_set, "broadcast_object")
-    name = name or type(obj).__name__
-    mine = _bytes_array(obj) if mpi_ops._core.rank() == root_rank else np.zeros(0, np.uint8)
-    length = _host.broadcast([np.array([mine.size], np.int64)], ["broadcast_object.%s.size" % name], root_rank,
-                             set_id)[0]
-    data = mine if mpi_ops._core.rank() == root_rank else np.zeros(int(length[0]), np.uint8)
-    data = _host.broadcast([data], ["broadcast_object.%s.data" % name], root_rank, set_id)[0]
-    return obj if mpi_ops._core.rank() == root_rank else pickle.loads(data.tobytes())
+    return _host_objects.broadcast_object(obj, root_rank, name, process_set)
 
 
 def allgather_object(obj, session=None, name=None, process_set=global_process_set):
     """Every rank's `obj` (anything pickle takes), as a list in the set's rank order."""
-    set_id = _process_sets.set_id(process_set, "allgather_object")
-    name = name or type(obj).__name__
-    mine = _bytes_array(obj)
-    sizes = _host.allgather([np.array([mine.size], np.int64)], ["allgather_object.%s.sizes" % name], set_id)[0]
-    data = _host.allgather([mine], ["allgather_object.%s.data" % name], set_id)[0]
-    out, offset = [], 0
-    for n in sizes.tolist():
-        out.append(pickle.loads(data[offset:offset + n].tobytes()))
-        offset += n
-    return out
+    return _host_objects.allgather_object(obj, name, process_set)
 
 
 def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):

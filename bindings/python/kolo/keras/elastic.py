@@ -1,0 +1,127 @@
+"""Horovod's elastic API for Keras (``hvd.elastic`` of horovod.keras / horovod.tensorflow.keras): run,
+KerasState and the model.fit callbacks that keep it (CommitStateCallback, UpdateBatchStateCallback,
+UpdateEpochStateCallback), on any Keras 3 backend. See kolo.elastic for how a job survives a failure."""
+import pickle
+
+import keras
+
+from kolo import _core, _host_objects
+from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
+from kolo.keras import functions
+
+
+def run(func):
+    """Decorates a training function whose first argument is a State (see kolo.elastic)."""
+    return run_fn(func, _reset)
+
+
+def _reset():
+    _core.shutdown()
+    _core.init()
+
+
+class KerasState(ObjectState):
+    """A Keras model, its optimizer (the variables it has built) and anything else (epoch=0, batch=0):
+    saved by commit(), restored after a failure, synced from one rank (sync also saves)."""
+
+    def __init__(self, model, optimizer=None, **kwargs):
+        self.model = model
+        self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+        self._saved = []
+        kwargs.setdefault("epoch", 0)
+        kwargs.setdefault("batch", 0)
+        super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_core.rank, **kwargs)
+        self._save_values()
+
+    def _variables(self):
+        variables = list(self.model.variables)
+        if self.optimizer is not None:
+            variables += list(getattr(self.optimizer, "variables", []))
+        return variables
+
+    def _save_values(self):
+        # On JAX, fit keeps the variables' values in its own state between batches: write it back first.
+        sync = getattr(self.model, "jax_state_sync", None)
+        if sync is not None:
+            sync()
+        self._saved = [(v, keras.ops.convert_to_numpy(v.value)) for v in self._variables()]
+
+    def save(self):
+        self._save_values()
+        super().save()
+
+    def restore(self):
+        for v, value in self._saved:
+            v.assign(value)
+        super().restore()
+
+    def sync(self):
+        variables = self._variables()
+        if variables:
+            functions.broadcast_variables(variables, root_rank=self.sync_root_rank, name="elastic.sync")
+        self._save_values()
+        super().sync()
+
+    def serialize(self, file):
+        pickle.dump({"values": [value for _, value in self._saved], "attrs": self._saved_state}, file)
+
+    def deserialize(self, payload):
+        data = pickle.loads(payload)
+        variables = self._variables()
+        if len(variables) != len(data["values"]):
+            raise _core.KoloError("kolo.elastic: the commit has %d variables, this state %d"
+                                  % (len(data["values"]), len(variables)))
+        self._saved = list(zip(variables, data["values"]))
+        self._saved_state = data["attrs"]
+        self.restore()
+
+
+class CommitStateCallback(keras.callbacks.Callback):
+    """Commits the state every `batches_per_commit` batches and at the end of each epoch."""
+
+    def __init__(self, state, batches_per_commit=1):
+        super().__init__()
+        self.state = state
+        self.batches_per_commit = batches_per_commit
+        self.batches_remaining = batches_per_commit
+
+    def on_train_begin(self, logs=None):
+        self.batches_remaining = self.batches_per_commit  # the same count on every rank after a reset
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches_remaining -= 1
+        if self.batches_remaining == 0:
+            self.state.commit()
+            self.batches_remaining = self.batches_per_commit
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.state.commit()
+
+
+class UpdateBatchStateCallback(keras.callbacks.Callback):
+    """Keeps `state.batch` at the batch just done (0 at an epoch's end)."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.state.batch = batch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.state.batch = 0
+
+
+class UpdateEpochStateCallback(keras.callbacks.Callback):
+    """Keeps `state.epoch` counting across resets (Keras numbers each fit's epochs from 0)."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+        self.initial_epoch = state.epoch
+
+    def on_train_begin(self, logs=None):
+        self.initial_epoch = self.state.epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.state.epoch = self.initial_epoch + epoch + 1
