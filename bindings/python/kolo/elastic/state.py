@@ -2,6 +2,7 @@
 every rank to before it trains (sync). Framework bindings subclass it (kolo.torch.elastic.TorchState)."""
 import pickle
 
+from kolo._core import KoloError
 from kolo.elastic import runner
 
 
@@ -91,3 +92,56 @@ class ObjectState(State):
     def _set_attrs(self):
         for k, v in self._saved_state.items():
             setattr(self, k, v)
+
+
+class VariablesState(ObjectState):
+    """A framework's variables (a list that may grow, as an optimizer builds its own) and anything
+    else: values saved as NumPy arrays by commit(), assigned back by restore(), broadcast by sync()
+    (which saves them too, so that restore() after it gives the synced values). Subclasses say which
+    variables there are, how to read one, and how to broadcast them."""
+
+    def __init__(self, bcast_object, get_rank, **kwargs):
+        self._saved = []
+        super().__init__(bcast_object, get_rank, **kwargs)
+        self._save_values()
+
+    def _variables(self):
+        raise NotImplementedError()
+
+    def _value(self, variable):
+        raise NotImplementedError()
+
+    def _broadcast(self, variables, root_rank):
+        raise NotImplementedError()
+
+    def _save_values(self):
+        self._saved = [(v, self._value(v)) for v in self._variables()]
+
+    def save(self):
+        self._save_values()
+        super().save()
+
+    def restore(self):
+        for v, value in self._saved:
+            v.assign(value)
+        super().restore()
+
+    def sync(self):
+        variables = self._variables()
+        if variables:
+            self._broadcast(variables, self.sync_root_rank)
+        self._save_values()
+        super().sync()
+
+    def serialize(self, file):
+        pickle.dump({"values": [value for _, value in self._saved], "attrs": self._saved_state}, file)
+
+    def deserialize(self, payload):
+        data = pickle.loads(payload)
+        variables = self._variables()
+        if len(variables) != len(data["values"]):
+            raise KoloError("kolo.elastic: the commit has %d variables, this state %d"
+                            % (len(data["values"]), len(variables)))
+        self._saved = list(zip(variables, data["values"]))
+        self._saved_state = data["attrs"]
+        self.restore()

@@ -1,12 +1,11 @@
 """Horovod's elastic API for Keras (``hvd.elastic`` of horovod.keras / horovod.tensorflow.keras): run,
 KerasState and the model.fit callbacks that keep it (CommitStateCallback, UpdateBatchStateCallback,
 UpdateEpochStateCallback), on any Keras 3 backend. See kolo.elastic for how a job survives a failure."""
-import pickle
-
 import keras
 
 from kolo import _core, _host_objects
 from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
+from kolo.elastic.state import VariablesState
 from kolo.keras import functions
 
 
@@ -20,18 +19,16 @@ def _reset():
     _core.init()
 
 
-class KerasState(ObjectState):
+class KerasState(VariablesState):
     """A Keras model, its optimizer (the variables it has built) and anything else (epoch=0, batch=0):
     saved by commit(), restored after a failure, synced from one rank (sync also saves)."""
 
     def __init__(self, model, optimizer=None, **kwargs):
         self.model = model
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
-        self._saved = []
         kwargs.setdefault("epoch", 0)
         kwargs.setdefault("batch", 0)
         super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_core.rank, **kwargs)
-        self._save_values()
 
     def _variables(self):
         variables = list(self.model.variables)
@@ -44,36 +41,13 @@ class KerasState(ObjectState):
         sync = getattr(self.model, "jax_state_sync", None)
         if sync is not None:
             sync()
-        self._saved = [(v, keras.ops.convert_to_numpy(v.value)) for v in self._variables()]
+        super()._save_values()
 
-    def save(self):
-        self._save_values()
-        super().save()
+    def _value(self, variable):
+        return keras.ops.convert_to_numpy(variable.value)
 
-    def restore(self):
-        for v, value in self._saved:
-            v.assign(value)
-        super().restore()
-
-    def sync(self):
-        variables = self._variables()
-        if variables:
-            functions.broadcast_variables(variables, root_rank=self.sync_root_rank, name="elastic.sync")
-        self._save_values()
-        super().sync()
-
-    def serialize(self, file):
-        pickle.dump({"values": [value for _, value in self._saved], "attrs": self._saved_state}, file)
-
-    def deserialize(self, payload):
-        data = pickle.loads(payload)
-        variables = self._variables()
-        if len(variables) != len(data["values"]):
-            raise _core.KoloError("kolo.elastic: the commit has %d variables, this state %d"
-                                  % (len(data["values"]), len(variables)))
-        self._saved = list(zip(variables, data["values"]))
-        self._saved_state = data["attrs"]
-        self.restore()
+    def _broadcast(self, variables, root_rank):
+        functions.broadcast_variables(variables, root_rank=root_rank, name="elastic.sync")
 
 
 class CommitStateCallback(keras.callbacks.Callback):

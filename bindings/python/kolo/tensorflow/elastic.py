@@ -1,12 +1,11 @@
 """Horovod's elastic API for TensorFlow 2 (``hvd.elastic``): run, TensorFlowState, TensorFlowKerasState.
 See kolo.elastic for how a job survives a failure and takes new hosts (eager TensorFlow; TensorFlow 1
 sessions are not supported here)."""
-import pickle
-
 import tensorflow as tf
 
 from kolo import _core
 from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
+from kolo.elastic.state import VariablesState
 from kolo.tensorflow import functions
 
 
@@ -20,7 +19,7 @@ def _reset():
     _core.init()
 
 
-class TensorFlowState(ObjectState):
+class TensorFlowState(VariablesState):
     """Variables and anything else (epoch=0, batch=0): saved by commit(), restored after a failure, synced
     from one rank (sync() also saves, so restore() after it gives the synced values)."""
 
@@ -28,45 +27,16 @@ class TensorFlowState(ObjectState):
         if session is not None or not tf.executing_eagerly():
             raise ValueError("kolo.tensorflow.elastic needs eager TensorFlow 2 (no tf.compat.v1 session)")
         self._variables_given = variables
-        self._saved = []
         super().__init__(bcast_object=functions.broadcast_object, get_rank=_core.rank, **kwargs)
-        self._save_values()
 
     def _variables(self):
         return list(self._variables_given if self._variables_given is not None else [])
 
-    def _save_values(self):
-        # (variable, value) pairs: variables made later (an optimizer's, once it builds) join at the next save.
-        self._saved = [(v, v.numpy()) for v in self._variables()]
+    def _value(self, variable):
+        return variable.numpy()
 
-    def save(self):
-        self._save_values()
-        super().save()
-
-    def restore(self):
-        for v, value in self._saved:
-            v.assign(value)
-        super().restore()
-
-    def sync(self):
-        variables = self._variables()
-        if variables:
-            functions.broadcast_variables(variables, root_rank=self.sync_root_rank)
-        self._save_values()
-        super().sync()
-
-    def serialize(self, file):
-        pickle.dump({"values": [value for _, value in self._saved], "attrs": self._saved_state}, file)
-
-    def deserialize(self, payload):
-        data = pickle.loads(payload)
-        variables = self._variables()
-        if len(variables) != len(data["values"]):
-            raise _core.KoloError("kolo.elastic: the commit has %d variables, this state %d"
-                                  % (len(data["values"]), len(variables)))
-        self._saved = list(zip(variables, data["values"]))
-        self._saved_state = data["attrs"]
-        self.restore()
+    def _broadcast(self, variables, root_rank):
+        functions.broadcast_variables(variables, root_rank=root_rank)
 
 
 class TensorFlowKerasState(TensorFlowState):
