@@ -25,6 +25,9 @@ namespace kolo {
 namespace launcher {
 namespace {
 
+// How long mpirun may outlive a peer watch's report of a lost rank before kolorun ends it.
+constexpr double kLostPeerGraceSeconds = 10;
+
 // SIGINT and SIGTERM go on to mpirun, which stops every rank; nothing restarts after one.
 volatile sig_atomic_t g_stop_signal = 0;
 volatile sig_atomic_t g_mpirun_pid = 0;
@@ -110,6 +113,7 @@ struct ErrorWatch {
   int fd = -1;
   std::string line;
   std::set<std::string> blamed;
+  double peer_lost_at = 0;  // when a rank's peer watch first reported a lost peer
 
   // Reads what is there without blocking; false once mpirun's side is closed.
   bool pump() {
@@ -127,6 +131,7 @@ struct ErrorWatch {
           }
           std::string host;
           if (blamed_host(line, &host)) blamed.insert(host);
+          if (peer_lost_at == 0 && reports_lost_peer(line)) peer_lost_at = now();
           line.clear();
         }
         continue;
@@ -173,6 +178,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   const std::vector<Host> started_on = s->hosts;
   bool asked = false;
   bool open = true;
+  double ending_since = 0;  // when kolorun began ending an attempt that outlived a lost peer
   double next = now() + o.discovery_interval_seconds;
   int status = 0;
   for (;;) {
@@ -183,6 +189,18 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       return status;
     }
     if (r < 0 && errno != EINTR) return W_EXITCODE(1, 0);  // not ours to wait for: cannot happen
+    // The survivors of a lost peer end at once; mpirun may still wait for its daemon on a host that
+    // cannot be reached (a cut link), forever. Past a grace period kolorun ends it: SIGTERM, then SIGKILL.
+    if (errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds) {
+      if (ending_since == 0) {
+        say() << "the job has not ended " << kLostPeerGraceSeconds
+              << " s after a peer was lost (a host cut off?); ending mpirun\n";
+        kill(pid, SIGTERM);
+        ending_since = now();
+      } else if (now() - ending_since > 5) {
+        kill(pid, SIGKILL);
+      }
+    }
     if (!o.discovery_script.empty() && !asked && !g_stop_signal && now() >= next) {
       rediscover(o, s);
       next = now() + o.discovery_interval_seconds;

@@ -26,5 +26,10 @@ bool blamed_host(const std::string& line, std::string* host) {
   return word_between(line, " (host ", ") sent no heartbeat", host);
 }
 
+bool reports_lost_peer(const std::string& line) {
+  std::string host;
+  return word_between(line, " (host ", ") sent no heartbeat", &host);
+}
+
 }  // namespace launcher
 }  // namespace kolo

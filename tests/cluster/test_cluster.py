@@ -154,12 +154,10 @@ def test_a_host_whose_link_goes_down_is_named_by_the_others_within_the_peer_time
                          r"\S+-2\) sent no heartbeat for 3\.\d s" % (r, r), job.stdout), job.stdout + job.stderr[-3000:]
 
 
-@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
-def test_elastic_training_loses_a_host_and_resumes_from_the_commit_kept_on_another(tmp_path):
-    # 3 hosts x 1 rank, commits in each host's own /dev/shm. Rank 0 (the first host) is killed before
-    # step 10 and its host leaves the discovery script's list: the job goes on on the other two, its new
-    # rank 0 resuming from the commit (step 8) kept on the second host, and ends as the one-process
-    # reference that follows the same schedule.
+def run_elastic_on_three_hosts(tmp_path, event, **env_vars):
+    """elastic_digits.py under kolorun on 3 emulated hosts x 1 rank, commits in each host's own
+    /dev/shm; `event` (ELASTIC_TEST_EVENT) happens to the first host at step 10, which then leaves the
+    discovery script's list. Returns the job and the weights file."""
     sys.path.insert(0, str(ROOT / "tests" / "elastic"))
     import test_elastic as elastic
     hosts_file = tmp_path / "hosts"
@@ -171,19 +169,35 @@ def test_elastic_training_loses_a_host_and_resumes_from_the_commit_kept_on_anoth
         'echo $CLUSTER_HOSTS | tr , "\\n" | sed "s/$/:1/" > {hosts}; '
         'export ELASTIC_TEST_HOSTS_AFTER="$(echo $CLUSTER_HOSTS | cut -d, -f2,3 | sed "s/,/:1,/"):1"; '
         '{kolorun} --min-np 2 --host-discovery-script {script} --reset-limit 1 --rsh-agent $CLUSTER_AGENT '
-        '--network-interface $CLUSTER_SUBNET -x ELASTIC_TEST_EVENT -x ELASTIC_TEST_HOSTS_FILE -x ELASTIC_TEST_HOSTS_AFTER '
+        '--network-interface $CLUSTER_SUBNET -x ELASTIC_TEST_EVENT -x ELASTIC_TEST_HOSTS_FILE '
+        '-x ELASTIC_TEST_HOSTS_AFTER '
         '{python} {program} --epochs {epochs} --batch-size {batch} --commit-every {every} --lr {lr} --out {out}'
         .format(hosts=hosts_file, kolorun=BUILD / "bin" / "kolorun", script=script, python=sys.executable,
                 program=elastic.PROGRAM, epochs=elastic.EPOCHS, batch=elastic.BATCH, every=elastic.COMMIT_EVERY,
                 lr=elastic.LR, out=out))
-    job = on_cluster(command, hosts=3, env=dict(os.environ, PYTHONPATH=str(BUILD / "python"),
-                                                ELASTIC_TEST_EVENT="0:0:10:die", ELASTIC_TEST_HOSTS_FILE=str(hosts_file)))
+    job = on_cluster(command, hosts=3, env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), ELASTIC_TEST_EVENT=event,
+                                                ELASTIC_TEST_HOSTS_FILE=str(hosts_file), **env_vars))
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    # The job's new rank 0, on the second host, resumes from the commit of step 8 kept there, and the
+    # job ends as the one-process reference that follows the same schedule.
     assert "attempt 1 on 2 ranks resumes from commit 1 (kept on rank 0's host)" in job.stderr, job.stderr[-3000:]
     assert "attempt 1 starts at step 8 on 2 ranks" in job.stdout
     weights, accuracy = elastic.reference([(8, 3), (None, 2)])
     elastic.assert_same_weights(out, weights)
     assert accuracy >= 0.96
+    return job
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_elastic_training_loses_a_host_and_resumes_from_the_commit_kept_on_another(tmp_path):
+    run_elastic_on_three_hosts(tmp_path, "0:0:10:die")
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_elastic_training_goes_on_without_a_host_whose_link_is_cut(tmp_path):
+    # The first host's processes live on, unreachable: the others' peer watch (3 s) ends the attempt.
+    job = run_elastic_on_three_hosts(tmp_path, "0:0:10:cut", KOLO_PEER_TIMEOUT_SECONDS="3")
+    assert "sent no heartbeat" in job.stdout + job.stderr
 
 
 def test_cluster_is_torn_down_after_a_failing_command():

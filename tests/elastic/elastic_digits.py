@@ -5,12 +5,14 @@ Per-rank batches of --batch-size from an ElasticSampler, a commit every --commit
 hook, from the environment: ELASTIC_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes that rank, before that
 step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a line
 each (what the discovery script prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"), for "freeze", SIGSTOP itself
-(frozen: kolo's peer watch finds it); "grow" only adds the hosts.
+(frozen: kolo's peer watch finds it), for "cut", takes its host's link down for good (emulated hosts
+only); "grow" only adds the hosts.
 Rank 0 prints where each attempt starts; at the end it saves the weights to --out and prints the test
 accuracy."""
 import argparse
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -52,6 +54,8 @@ def test_event(step):
         print("event %s at %.3f" % (event[3], time.time()), flush=True)
         if event[3] in ("die", "freeze"):
             os.kill(os.getpid(), signal.SIGKILL if event[3] == "die" else signal.SIGSTOP)
+        if event[3] == "cut":  # the host's link goes down for good (an emulated host: its own eth0)
+            subprocess.run(["ip", "link", "set", "eth0", "down"], check=True)
 
 
 @hvd.elastic.run

@@ -218,6 +218,8 @@ TEST(KolorunElastic, TheHostAFailureBlames) {
                           "no heartbeat for 3.0 s (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS)",
                           &host));
   EXPECT_EQ(host, "h2");
+  EXPECT_TRUE(reports_lost_peer("kolo stopped on rank 0: rank 1 (host h2) sent no heartbeat for 3.0 s"));
+  EXPECT_FALSE(reports_lost_peer("mpirun noticed that process rank 2 with PID 1 on node h3 exited on signal 9"));
   for (const char* line : {"mpirun detected that one or more processes exited with non-zero status", "",
                            "process rank 1 with PID 7 on node  exited on signal 9", "on node a b exited on signal 9",
                            "rank 1 (host h2 sent no heartbeat"}) {
