@@ -130,8 +130,9 @@ struct ErrorWatch {
             continue;
           }
           std::string host;
-          if (blamed_host(line, &host)) blamed.insert(host);
-          if (peer_lost_at == 0 && reports_lost_peer(line)) peer_lost_at = now();
+          const Blame blame = blamed_host(line, &host);
+          if (blame != Blame::kNone) blamed.insert(host);
+          if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
           line.clear();
         }
         continue;

@@ -17,18 +17,14 @@ bool word_between(const std::string& line, const std::string& before, const std:
 
 }  // namespace
 
-bool blamed_host(const std::string& line, std::string* host) {
+Blame blamed_host(const std::string& line, std::string* host) {
   // Open MPI's mpirun, when a rank dies: "... process rank 1 with PID 42 on node h2 exited on signal 9 (Killed)."
   if (line.find("process rank ") != std::string::npos && word_between(line, " on node ", " exited on signal", host)) {
-    return true;
+    return Blame::kExited;
   }
   // kolo's peer watch, when a rank stops answering: "... rank 1 (host h2) sent no heartbeat for 30.0 s ..."
-  return word_between(line, " (host ", ") sent no heartbeat", host);
-}
-
-bool reports_lost_peer(const std::string& line) {
-  std::string host;
-  return word_between(line, " (host ", ") sent no heartbeat", &host);
+  if (word_between(line, " (host ", ") sent no heartbeat", host)) return Blame::kLostPeer;
+  return Blame::kNone;
 }
 
 }  // namespace launcher

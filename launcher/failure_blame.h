@@ -7,12 +7,15 @@
 namespace kolo {
 namespace launcher {
 
-// The host named by Open MPI's "process rank N with PID P on node HOST exited on signal S" or by
-// kolo's peer watch "rank N (host HOST) sent no heartbeat"; false for any other line.
-bool blamed_host(const std::string& line, std::string* host);
-// Whether the line is kolo's peer watch giving up on a rank that stopped answering: a job whose
-// survivors then end may still leave mpirun waiting on an unreachable host.
-bool reports_lost_peer(const std::string& line);
+enum class Blame {
+  kNone,
+  kExited,    // Open MPI's "process rank N with PID P on node HOST exited on signal S"
+  kLostPeer,  // kolo's peer watch "rank N (host HOST) sent no heartbeat": the survivors end, but
+              // mpirun may still wait for an unreachable host
+};
+
+// What the line blames, and the host it names (set unless kNone).
+Blame blamed_host(const std::string& line, std::string* host);
 
 }  // namespace launcher
 }  // namespace kolo

@@ -211,19 +211,22 @@ TEST(KolorunElastic, BadCommandLines) {
 
 TEST(KolorunElastic, TheHostAFailureBlames) {
   std::string host;
-  EXPECT_TRUE(blamed_host("mpirun noticed that process rank 2 with PID 4242 on node kc5-3 exited on signal 9 (Killed).",
-                          &host));
+  EXPECT_EQ(blamed_host("mpirun noticed that process rank 2 with PID 4242 on node kc5-3 exited on signal 9 (Killed).",
+                        &host),
+            Blame::kExited);
   EXPECT_EQ(host, "kc5-3");
-  EXPECT_TRUE(blamed_host("rank 0 at 1.0: tensor 'grad' did not run: kolo stopped on rank 0: rank 1 (host h2) sent "
-                          "no heartbeat for 3.0 s (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS)",
-                          &host));
+  EXPECT_EQ(blamed_host("rank 0 at 1.0: tensor 'grad' did not run: kolo stopped on rank 0: rank 1 (host h2) sent "
+                        "no heartbeat for 3.0 s (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS)",
+                        &host),
+            Blame::kLostPeer);
   EXPECT_EQ(host, "h2");
-  EXPECT_TRUE(reports_lost_peer("kolo stopped on rank 0: rank 1 (host h2) sent no heartbeat for 3.0 s"));
-  EXPECT_FALSE(reports_lost_peer("mpirun noticed that process rank 2 with PID 1 on node h3 exited on signal 9"));
+  EXPECT_EQ(blamed_host("kolo stopped on rank 0: rank 1 (host h2) sent no heartbeat for 3.0 s", &host), Blame::kLostPeer);
+  EXPECT_EQ(blamed_host("mpirun noticed that process rank 2 with PID 1 on node h3 exited on signal 9", &host),
+            Blame::kExited);
   for (const char* line : {"mpirun detected that one or more processes exited with non-zero status", "",
                            "process rank 1 with PID 7 on node  exited on signal 9", "on node a b exited on signal 9",
                            "rank 1 (host h2 sent no heartbeat"}) {
-    EXPECT_FALSE(blamed_host(line, &host)) << line;
+    EXPECT_EQ(blamed_host(line, &host), Blame::kNone) << line;
   }
 }
 
