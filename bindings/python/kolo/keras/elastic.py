@@ -31,10 +31,7 @@ class KerasState(VariablesState):
         super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_core.rank, **kwargs)
 
     def _variables(self):
-        variables = list(self.model.variables)
-        if self.optimizer is not None:
-            variables += list(getattr(self.optimizer, "variables", []))
-        return variables
+        return functions.model_and_optimizer_variables(self.model, optimizer=self.optimizer)
 
     def _save_values(self):
         # On JAX, fit keeps the variables' values in its own state between batches: write it back first.

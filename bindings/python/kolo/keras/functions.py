@@ -77,10 +77,11 @@ def broadcast_global_variables(root_rank, model=None):
     broadcast_variables(model_and_optimizer_variables(model), root_rank, "broadcast_global_variables")
 
 
-def model_and_optimizer_variables(model, excluded=()):
-    """The model's variables, then its optimizer's (when it has one built), less those in `excluded`."""
+def model_and_optimizer_variables(model, excluded=(), optimizer=None):
+    """The model's variables, then its optimizer's (`optimizer`, else the model's, when it has one
+    built), less those in `excluded`."""
     variables = list(model.variables)
-    optimizer = getattr(model, "optimizer", None)
+    optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
     if optimizer is not None:
         variables += list(optimizer.variables)
     skip = {id(v) for v in excluded}
