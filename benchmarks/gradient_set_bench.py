@@ -11,12 +11,12 @@ import numpy as np
 from gradient_shapes import SHAPES
 
 
-def parse_args():
+def parse_args(steps=10, rounds=3):
     """The options every gradient-set benchmark takes: --shapes, --steps, --rounds, --json."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default=SHAPES)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--json", default="")
     return parser.parse_args()
 

@@ -107,6 +107,42 @@ def test_gradients_follow_kolo_torchs_formulas(mode, rank, size):
     np.testing.assert_allclose(g_rs.numpy(), np.full((2, 3), float(size)), rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_grouped_allreduce_is_one_op_for_mixed_dtypes_and_its_gradient(mode, rank, size):
+    x = tf.Variable(tf.fill([2, 3], float(rank + 1)))
+    base = np.arange(6).reshape(3, 2)
+
+    def step(a, b, flags):
+        with tf.GradientTape() as tape:
+            out = kolo.grouped_allreduce([a, b, flags, x * (rank + 1)], op=kolo.Sum, name="grp." + mode)
+            loss = tf.reduce_sum(out[3])  # the other outputs have no gradient: zeros go in their place
+        return out, tape.gradient(loss, x)
+
+    (a, b, flags, xs), g = run(mode, step, values(rank, tf.int32), values(rank, tf.float64, (4,)),
+                               tf.constant([rank == 0, False]))
+    np.testing.assert_array_equal(a.numpy(), sum(base + r for r in range(size)))
+    np.testing.assert_array_equal(b.numpy(), sum(np.arange(4) + r for r in range(size)))
+    assert a.dtype == tf.int32 and b.dtype == tf.float64 and flags.numpy().tolist() == [True, False]
+    np.testing.assert_array_equal(xs.numpy(), np.full((2, 3), float(sum((r + 1) ** 2 for r in range(size)))))
+    # The gradient is the grouped Sum allreduce of the gradients (each rank's is rank + 1), as allreduce's.
+    np.testing.assert_array_equal(g.numpy(), np.full((2, 3), (rank + 1) * size))
+    avg = run(mode, lambda v: kolo.grouped_allreduce([v, v * 2], name="grp.avg." + mode), tf.fill([2], float(rank)))
+    want = np.float32(sum(range(size))) * np.float32(1.0 / size)
+    assert [o.numpy().tolist() for o in avg] == [[want] * 2, [2 * want] * 2]
+    assert kolo.grouped_allreduce([], name="grp.empty") == []
+    concrete = tf.function(lambda u, v: kolo.grouped_allreduce([u, v], name="grp.graph")).get_concrete_function(
+        tf.TensorSpec([2]), tf.TensorSpec([3], tf.int64))
+    assert [op.type for op in concrete.graph.get_operations() if op.type.startswith("Kolo")] == ["KoloGroupedAllreduce"]
+
+
+def test_grouped_allreduce_mismatch_fails_every_rank_naming_the_member(rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    with pytest.raises(tf.errors.OpError, match=r"kolo: .*Mismatched .*shape.* for tensor 'grp.bad.1'"):
+        kolo.grouped_allreduce([tf.ones(2), tf.ones(2 + rank)], op=kolo.Sum, name="grp.bad")
+    assert kolo.grouped_allreduce([tf.ones(2)], op=kolo.Sum, name="grp.after")[0].numpy().tolist() == [size] * 2
+
+
 def test_errors_name_the_tensor_on_every_rank(rank, size):
     if size < 2:
         pytest.skip("needs 2 ranks")

@@ -2,6 +2,7 @@
 its share of the batch, variables broadcast from rank 0 after the first step, trains like one process
 on the whole batch; an embedding's IndexedSlices gradients included."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import kolo.tensorflow as kolo
@@ -28,10 +29,17 @@ def data(size):
     return tf.constant(ids), tf.constant(y)
 
 
-def test_distributed_gradient_tape_trains_like_one_process(rank, size):
+# Horovod's groupings: each gradient alone, num_groups consecutive groups, groups of named variables.
+GROUPINGS = {"alone": lambda v: {}, "num_groups": lambda v: {"num_groups": 2},
+             "groups": lambda v: {"groups": [[v[3], v[1]]]}}
+
+
+@pytest.mark.parametrize("grouping", sorted(GROUPINGS))
+def test_distributed_gradient_tape_trains_like_one_process(grouping, rank, size):
     ids, y = data(size)
     mine = slice(rank * ROWS_PER_RANK, (rank + 1) * ROWS_PER_RANK)
     variables = make_variables(seed=rank)  # different on every rank until the broadcast
+    options = GROUPINGS[grouping](variables)
 
     @tf.function
     def step(ids, y, first_batch):
@@ -42,7 +50,7 @@ def test_distributed_gradient_tape_trains_like_one_process(rank, size):
             kolo.broadcast_variables(variables, root_rank=0)
         with tf.GradientTape() as tape:
             loss = loss_fn(variables, ids, y)
-        tape = kolo.DistributedGradientTape(tape)
+        tape = kolo.DistributedGradientTape(tape, **options)
         grads = tape.gradient(loss, variables)
         for v, g in zip(variables, grads):
             v.assign_sub(LR * tf.convert_to_tensor(g))
@@ -50,6 +58,13 @@ def test_distributed_gradient_tape_trains_like_one_process(rank, size):
 
     for i in range(STEPS):
         step(ids[mine], y[mine], i == 0)
+    graph = step.get_concrete_function(ids[mine], y[mine], False).graph
+    ops = sorted(op.type for op in graph.get_operations() if op.type.startswith("Kolo"))
+    # The embedding's IndexedSlices travel as two allgathers whatever the grouping; num_groups=2 puts
+    # it in the first group with w1 (the group's dense part is one op) and b1, w2 in the second.
+    assert ops == {"alone": ["KoloAllgather"] * 2 + ["KoloAllreduce"] * 3,
+                   "num_groups": ["KoloAllgather"] * 2 + ["KoloGroupedAllreduce"] * 2,
+                   "groups": ["KoloAllgather"] * 2 + ["KoloAllreduce", "KoloGroupedAllreduce"]}[grouping]
 
     reference = make_variables(seed=0)
     for _ in range(STEPS):

@@ -7,7 +7,10 @@
 // TensorFlow's stream for the op (kolo's work starts after what that stream has queued), and done is
 // called once kolo's work on the GPU has ended, as Horovod's kernels do. Splits and ranks stay in host
 // memory (HostMemory).
+#include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,7 +33,8 @@ using tensorflow::TensorShape;
 using tensorflow::shape_inference::InferenceContext;
 using tensorflow::shape_inference::ShapeHandle;
 
-#define KOLO_TF_TYPES "T: {uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}"
+#define KOLO_TF_TYPE_SET "{uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}"
+#define KOLO_TF_TYPES "T: " KOLO_TF_TYPE_SET
 
 int32_t kolo_dtype(DataType t) {
   switch (t) {
@@ -162,6 +166,60 @@ class AllreduceOp : public ReducingOp {
                                          KOLO_COMPRESSION_NONE, fn, data);
     }, finisher(ctx, done));
   }
+};
+
+// Allreduces of several tensors in one kernel, as Horovod's grouped allreduce: every tensor reaches
+// kolo at once (so they negotiate and fuse together, as kolo's C ABI row does) and TensorFlow sees one
+// completion for the group instead of one per tensor. Tensor i is named "<tensor_name>.<i>".
+class GroupedAllreduceOp : public ReducingOp {
+ public:
+  using ReducingOp::ReducingOp;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const int n = ctx->num_inputs();
+    std::vector<Tensor*> outs(n, nullptr);
+    // Every output before anything is enqueued: a failure here leaves nothing half submitted.
+    for (int i = 0; i < n; ++i) {
+      OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({i}, i, ctx->input(i).shape(), &outs[i]),
+                           done);
+    }
+    if (n == 0) {
+      done();
+      return;
+    }
+    const Place at = place(ctx);
+    auto group = std::make_shared<Group>(n, ctx, std::move(done));
+    for (int i = 0; i < n; ++i) {
+      View in(ctx->input(i), at), out(*outs[i], at);
+      const std::string name = name_ + "." + std::to_string(i);
+      submit([&](kolo_done_fn fn, void* data) {
+        return kolo_allreduce_in_set_async(process_set_, name.c_str(), &in.c, &out.c, op_, prescale_, postscale_,
+                                           KOLO_COMPRESSION_NONE, fn, data);
+      }, [group](int32_t code, const std::string& message, kolo_output*) { group->one_ended(code, message); });
+    }
+  }
+
+ private:
+  // Calls TensorFlow's done once every member has ended, with the first failure's status.
+  class Group {
+   public:
+    Group(int members, OpKernelContext* ctx, DoneCallback done) : left_(members), ctx_(ctx), done_(std::move(done)) {}
+    void one_ended(int32_t code, const std::string& message) {
+      if (code != KOLO_OK) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (first_failure_.ok()) first_failure_ = tf_status(code, message);
+      }
+      if (left_.fetch_sub(1) != 1) return;
+      if (!first_failure_.ok()) ctx_->SetStatus(first_failure_);  // every member has ended: no writer left
+      done_();
+    }
+
+   private:
+    std::atomic<int> left_;
+    std::mutex mu_;
+    absl::Status first_failure_;
+    OpKernelContext* ctx_;
+    DoneCallback done_;
+  };
 };
 
 class BroadcastOp : public KoloOp {
@@ -338,6 +396,21 @@ REGISTER_OP("KoloAllreduce")
     .SetIsStateful()
     .SetShapeFn(kolo_tf::same_shape);
 
+REGISTER_OP("KoloGroupedAllreduce")
+    .Attr("T: list(" KOLO_TF_TYPE_SET ") >= 0")
+    .Attr("tensor_name: string")
+    .Attr("reduce_op: int")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
+    .Attr("process_set_id: int = 0")
+    .Input("tensors: T")
+    .Output("outputs: T")
+    .SetIsStateful()
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
+      return absl::OkStatus();
+    });
+
 REGISTER_OP("KoloBroadcast")
     .Attr(KOLO_TF_TYPES)
     .Attr("tensor_name: string")
@@ -395,6 +468,7 @@ REGISTER_OP("KoloBarrier").Attr("process_set_id: int = 0").SetIsStateful().SetSh
     [](tensorflow::shape_inference::InferenceContext*) { return absl::OkStatus(); });
 
 REGISTER_KERNEL_BUILDER(Name("KoloAllreduce").Device(tensorflow::DEVICE_CPU), kolo_tf::AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("KoloGroupedAllreduce").Device(tensorflow::DEVICE_CPU), kolo_tf::GroupedAllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("KoloBroadcast").Device(tensorflow::DEVICE_CPU), kolo_tf::BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("KoloAllgather").Device(tensorflow::DEVICE_CPU), kolo_tf::AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("KoloReducescatter").Device(tensorflow::DEVICE_CPU), kolo_tf::ReducescatterOp);
@@ -404,6 +478,7 @@ REGISTER_KERNEL_BUILDER(Name("KoloBarrier").Device(tensorflow::DEVICE_CPU), kolo
 
 // GPU tensors: kolo's GPU path on TensorFlow's stream; what the host reads stays in host memory.
 REGISTER_KERNEL_BUILDER(Name("KoloAllreduce").Device(tensorflow::DEVICE_GPU), kolo_tf::AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("KoloGroupedAllreduce").Device(tensorflow::DEVICE_GPU), kolo_tf::GroupedAllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("KoloBroadcast").Device(tensorflow::DEVICE_GPU), kolo_tf::BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("KoloAllgather").Device(tensorflow::DEVICE_GPU), kolo_tf::AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("KoloReducescatter").Device(tensorflow::DEVICE_GPU), kolo_tf::ReducescatterOp);

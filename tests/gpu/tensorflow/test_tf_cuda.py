@@ -23,14 +23,15 @@ def test_every_collective_runs_on_the_gpu_exactly(mode):
                 kolo.allreduce(ints, op=kolo.Max, name="g.max." + mode),
                 kolo.allgather(rows, name="g.ag." + mode), kolo.broadcast(x, root_rank=n - 1, name="g.bc." + mode),
                 kolo.reducescatter(tf.tile(x[None, :], [n + 1, 1]), op=kolo.Sum, name="g.rs." + mode),
-                kolo.alltoall(tf.fill([n, 2], float(r)), name="g.a2a." + mode))
+                kolo.alltoall(tf.fill([n, 2], float(r)), name="g.a2a." + mode),
+                kolo.grouped_allreduce([x, ints], op=kolo.Sum, name="g.grp." + mode))
 
     with tf.device("/GPU:0"):
         x = tf.constant([float(r + 1), 2.0, -3.0])
         rows = tf.fill([r + 1, 2], float(r))
         ints = tf.constant([r, -r, 7], tf.int32)
-        total, avg, hi, gathered, root, scattered, exchanged = run(mode, step, x, rows, ints)
-    for t in (total, avg, hi, gathered, root, scattered, exchanged):
+        total, avg, hi, gathered, root, scattered, exchanged, grouped = run(mode, step, x, rows, ints)
+    for t in (total, avg, hi, gathered, root, scattered, exchanged, *grouped):
         assert "GPU" in t.device, t.device
     s = float(n * (n + 1) // 2)
     np.testing.assert_array_equal(total.numpy(), [s, 2.0 * n, -3.0 * n])
@@ -41,6 +42,8 @@ def test_every_collective_runs_on_the_gpu_exactly(mode):
     mine = (n + 1) // n + (1 if r < (n + 1) % n else 0)
     np.testing.assert_array_equal(scattered.numpy(), np.tile([s, 2.0 * n, -3.0 * n], (mine, 1)))
     np.testing.assert_array_equal(exchanged.numpy()[:, 0], [float(q) for q in range(n)])
+    np.testing.assert_array_equal(grouped[0].numpy(), total.numpy())
+    np.testing.assert_array_equal(grouped[1].numpy(), [n * (n - 1) // 2, -(n * (n - 1) // 2), 7 * n])
 
 
 def test_a_tape_step_on_the_gpu_equals_the_same_step_on_the_cpu():

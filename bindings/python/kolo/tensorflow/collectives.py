@@ -43,13 +43,23 @@ def _check_sparse(op, prescale_factor, postscale_factor):
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", compression=Compression.none,
                       op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set,
                       ignore_name_scope=False, name=None):
-    """Allreduces of several tensors, enqueued together (kolo fuses them)."""
+    """Allreduces of several tensors in one op (Horovod's): the dense ones reach kolo together and
+    complete together; tf.IndexedSlices go as allreduce does them. Tensor i is named "<name>.<i>"."""
+    op = _op_of(op, average)
     if any(isinstance(t, tf.IndexedSlices) for t in tensors):
-        _check_sparse(_op_of(op, average), prescale_factor, postscale_factor)  # before any is enqueued
-    names = mpi_ops._group_names(name, len(tensors), "allreduce")
-    return [allreduce(t, average, compression=compression, op=op, prescale_factor=prescale_factor,
-                      postscale_factor=postscale_factor, name=n, process_set=process_set)
-            for t, n in zip(tensors, names)]
+        _check_sparse(op, prescale_factor, postscale_factor)  # before any is enqueued
+    base = mpi_ops._name(name, "allreduce")
+    dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
+    packed = [compression.compress(tf.convert_to_tensor(tensors[i])) for i in dense]
+    reduced = mpi_ops._grouped_allreduce([c for c, _ in packed], base, op, prescale_factor, postscale_factor,
+                                         process_set)
+    out = list(tensors)
+    for i, r, (_, ctx) in zip(dense, reduced, packed):
+        out[i] = compression.decompress(r, ctx)
+    for i, t in enumerate(tensors):
+        if isinstance(t, tf.IndexedSlices):
+            out[i] = allreduce(t, op=op, name="%s.%d" % (base, i), process_set=process_set)
+    return out
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,

@@ -23,8 +23,9 @@ class _DistributedGradientTape:
     """Wraps a tf.GradientTape; anything but gradient() goes to the wrapped tape."""
 
     def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set,
-                 scale_local_gradients=True):
+                 scale_local_gradients=True, groups=None):
         self._tape = tape
+        self._groups = groups
         self._local = set()  # ids of sources whose gradients stay on this rank
         self._scale_local = scale_local_gradients
         self._compression = compression
@@ -58,7 +59,7 @@ class _DistributedGradientTape:
         pre, post = 1.0, 1.0
         if self._op == Average and self._predivide != 1.0:
             pre, post = 1.0 / self._predivide, self._predivide  # smaller sums in 16 bits
-        reduced = []
+        reduced, shared = [], []  # shared: (index, gradient, source) of what the ranks reduce
         for i, (g, source) in enumerate(zip(flat, flat_sources)):
             if g is None:
                 reduced.append(None)
@@ -71,9 +72,45 @@ class _DistributedGradientTape:
                 continue
             if isinstance(g, tf.IndexedSlices) and self._sparse_as_dense:
                 g = tf.convert_to_tensor(g)
-            reduced.append(collectives.allreduce(g, compression=self._compression, op=self._op, prescale_factor=pre,
-                                                 postscale_factor=post, name=_grad_name(source, i), process_set=ps))
+            reduced.append(None)
+            shared.append((i, g, source))
+        for k, group in enumerate(_split(shared, self._groups)):
+            if len(group) == 1:
+                i, g, source = group[0]
+                reduced[i] = collectives.allreduce(g, compression=self._compression, op=self._op, prescale_factor=pre,
+                                                   postscale_factor=post, name=_grad_name(source, i), process_set=ps)
+                continue
+            outs = collectives.grouped_allreduce([g for _, g, _ in group], compression=self._compression, op=self._op,
+                                                 prescale_factor=pre, postscale_factor=post,
+                                                 name="%s.group%d" % (_grad_name(group[0][2], group[0][0]), k),
+                                                 process_set=ps)
+            for (i, _, _), out in zip(group, outs):
+                reduced[i] = out
         return tf.nest.pack_sequence_as(grads, reduced)
+
+
+def _split(shared, groups):
+    """The gradients to reduce, as Horovod groups them: each alone (groups None or 0); `groups`
+    consecutive groups of near-equal counts (an int); or a group per list of variables, the rest alone
+    (a list of lists of variables)."""
+    if not groups:
+        return [[entry] for entry in shared]
+    if isinstance(groups, int):
+        count = min(groups, len(shared))
+        size, extra = divmod(len(shared), count) if count else (0, 0)
+        out, start = [], 0
+        for k in range(count):
+            end = start + size + (1 if k < extra else 0)
+            out.append(shared[start:end])
+            start = end
+        return out
+    by_source = {id(source): (i, g, source) for i, g, source in shared}
+    out = []
+    for variables in groups:
+        group = [by_source.pop(id(v)) for v in variables if id(v) in by_source]
+        if group:
+            out.append(sorted(group, key=lambda entry: entry[0]))
+    return out + [[entry] for entry in sorted(by_source.values(), key=lambda entry: entry[0])]
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
@@ -83,13 +120,21 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compres
     Adasum), Horovod's signature. IndexedSlices (an embedding's gradients) travel as gathered values
     and indices, or dense with sparse_as_dense. compression: Compression.fp16 sends floating-point
     gradients in 16 bits. gradient_predivide_factor: divide before the sum, the rest after.
-    device_dense, device_sparse, num_groups and groups are accepted: kolo places work by the tensors'
-    devices and fuses whatever is ready. A rank outside process_set keeps its own gradients."""
+    groups (or num_groups, Horovod's older name): an int splits the gradients into that many
+    consecutive groups, a list of lists of variables makes a group of each (the rest alone); a group is
+    one grouped_allreduce op, reduced once all its gradients exist. Without groups, each gradient's
+    allreduce starts as soon as it exists and kolo fuses whatever is ready. device_dense and
+    device_sparse are accepted: kolo places work by the tensors' devices. A rank outside process_set
+    keeps its own gradients."""
     _process_sets.set_id(process_set, "DistributedGradientTape")  # registered, or a clear error now
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor applies to op=Average only")
+    if groups is None and num_groups:
+        groups = num_groups
+    if not (groups is None or isinstance(groups, list) or (isinstance(groups, int) and groups >= 0)):
+        raise ValueError("groups: a non-negative int or a list of lists of variables, not %r" % (groups,))
     return _DistributedGradientTape(gradtape, compression, sparse_as_dense, op, gradient_predivide_factor, process_set,
-                                    scale_local_gradients)
+                                    scale_local_gradients, groups)
 
 
 def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,

@@ -26,7 +26,7 @@ except (tf.errors.NotFoundError, OSError) as e:  # pragma: no cover - a build wi
 # finished: kolo's ops would then reach the engine one at a time and never fuse. They need not be
 # ordered (kolo matches ops across ranks by name), but must run even when their result is unused, as
 # every rank must submit them: what TensorFlow's "must run, order insensitive" ops get.
-_KOLO_OPS = frozenset(("KoloAllreduce", "KoloAllgather", "KoloBroadcast", "KoloAlltoall", "KoloReducescatter",
+_KOLO_OPS = frozenset(("KoloAllreduce", "KoloGroupedAllreduce", "KoloAllgather", "KoloBroadcast", "KoloAlltoall", "KoloReducescatter",
                        "KoloJoin", "KoloBarrier"))
 try:
     from tensorflow.python.framework import auto_control_deps as _acd
@@ -101,6 +101,38 @@ def _allreduce_grad(op, grad):
                                prescale_factor=op.get_attr("prescale_factor"),
                                postscale_factor=op.get_attr("postscale_factor"),
                                process_set_id=op.get_attr("process_set_id"))
+
+
+def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=global_process_set):
+    """One op reducing every tensor of `tensors` (tensor i named "<name>.<i>"): they reach kolo together
+    and TensorFlow waits for one completion, as Horovod's grouped allreduce."""
+    name = _name(name, "allreduce")
+    tensors = [_check(t, "%s.%d" % (name, i), "allreduce") for i, t in enumerate(tensors)]
+    if op not in _OP_NAMES:
+        raise KoloValueError("allreduce of tensors '%s.*' on rank %d: unknown op %r" % (name, _rank(), op),
+                             _core.INVALID_ARGUMENT)
+    if not tensors:
+        return []
+    return _ops.kolo_grouped_allreduce(
+        tensors, tensor_name=name, reduce_op=int(op), prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
+        process_set_id=_process_sets.set_id(process_set, "allreduce of tensors '%s.*'" % name))
+
+
+@tf.RegisterGradient("KoloGroupedAllreduce")
+def _grouped_allreduce_grad(op, *grads):
+    """The grouped allreduce of the gradients, same op and scaling (Sum and Average)."""
+    reduce_op = op.get_attr("reduce_op")
+    if reduce_op not in (Sum, Average):
+        raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
+                        % _OP_NAMES.get(reduce_op, reduce_op))
+    # An output nothing depended on has no gradient; every rank still sends its share (zeros).
+    grads = [tf.zeros_like(out) if g is None else g for g, out in zip(grads, op.outputs)]
+    return _ops.kolo_grouped_allreduce(grads, tensor_name=_attr_name(op) + ".grad", reduce_op=reduce_op,
+                                       prescale_factor=op.get_attr("prescale_factor"),
+                                       postscale_factor=op.get_attr("postscale_factor"),
+                                       process_set_id=op.get_attr("process_set_id"))
 
 
 def _attr_name(op):
