@@ -26,7 +26,8 @@ typedef enum {
   KOLO_ABORTED = 4,
   KOLO_INTERNAL = 5,
   KOLO_UNSUPPORTED = 6,
-  KOLO_TIMEOUT = 7
+  KOLO_TIMEOUT = 7,
+  KOLO_PEERS_FAILED = 8
 } kolo_status_code;
 
 typedef enum {
@@ -81,6 +82,9 @@ KOLO_EXPORT int32_t kolo_init(void);
 /* KOLO_* settings taking precedence over the environment: count pairs of keys and values. */
 KOLO_EXPORT int32_t kolo_init_with_settings(const char* const* keys, const char* const* values, int32_t count);
 KOLO_EXPORT int32_t kolo_shutdown(void);
+/* See kolo::recover_in_place and kolo::in_place_recovery (1 when a lost peer is survived in place). */
+KOLO_EXPORT int32_t kolo_recover_in_place(void);
+KOLO_EXPORT int32_t kolo_in_place_recovery(void);
 KOLO_EXPORT int32_t kolo_is_initialized(void);
 KOLO_EXPORT int32_t kolo_rank(void);
 KOLO_EXPORT int32_t kolo_size(void);

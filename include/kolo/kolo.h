@@ -34,6 +34,14 @@ KOLO_EXPORT Status init(const Settings& overrides = {});
 // Stops the engine on every rank (the first rank to call it ends the job's collectives): operations
 // still in flight fail with kAborted, so no waiter is left behind.
 KOLO_EXPORT Status shutdown();
+// Fault tolerance in place (Open MPI 5's ULFM, the job started with `mpirun --with-ft ulfm`): when a
+// peer fails, kolo revokes its communicators, so that no survivor waits on it, and every op in flight
+// or enqueued later fails with kPeersFailed. recover_in_place() (collective over the survivors) then
+// shrinks the job to them and starts kolo again, no process restarted; rank() and size() change.
+// Without ULFM a lost peer ends the job and recover_in_place() is kUnsupported.
+KOLO_EXPORT Status recover_in_place();
+// Whether this job survives a lost peer in place (ULFM built and on), as of init().
+KOLO_EXPORT bool in_place_recovery();
 KOLO_EXPORT bool is_initialized();
 
 // All of these return -1 before init().

@@ -18,6 +18,7 @@ enum class StatusCode : int {
   kInternal = 5,          // MPI, NCCL or CUDA reported an error
   kUnsupported = 6,       // valid, but not available in this build or machine
   kTimeout = 7,           // a bounded wait ran out; the operation may still finish
+  kPeersFailed = 8,       // a peer was lost and this MPI (ULFM) lets the survivors go on: roll back, recover
 };
 
 class KOLO_EXPORT Status {
@@ -33,6 +34,7 @@ class KOLO_EXPORT Status {
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
   static Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
   static Status Timeout(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
+  static Status PeersFailed(std::string m) { return {StatusCode::kPeersFailed, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -79,6 +79,8 @@ int32_t kolo_init_with_settings(const char* const* keys, const char* const* valu
 }
 
 int32_t kolo_shutdown(void) { return report(kolo::shutdown()); }
+int32_t kolo_recover_in_place(void) { return report(kolo::recover_in_place()); }
+int32_t kolo_in_place_recovery(void) { return kolo::in_place_recovery() ? 1 : 0; }
 int32_t kolo_is_initialized(void) { return kolo::is_initialized() ? 1 : 0; }
 int32_t kolo_rank(void) { return kolo::rank(); }
 int32_t kolo_size(void) { return kolo::size(); }
@@ -329,7 +331,8 @@ const char* kolo_build_summary(void) {
     // Elastic training (kolo.torch.elastic) runs by restarting from the last commit under an elastic
     // kolorun, with any MPI; in place (survivors shrinking their communicators) is not built yet.
     s += line(true, "Elastic", " by restart from the last commit (kolorun --min-np/--max-np/--host-discovery-script)");
-    s += line(b.mpi_ulfm, "ULFM   ", b.mpi_ulfm ? "this MPI has it (kolo does not use it yet)" : "this MPI has none");
+    s += line(b.mpi_ulfm, "ULFM   ", b.mpi_ulfm ? "this MPI has it: under mpirun --with-ft ulfm a lost peer is survived in place"
+                                                    : "this MPI has none: a lost peer ends the job (kolorun's elastic mode restarts it)");
     return s;
   }();
   return summary.c_str();

@@ -9,6 +9,7 @@
 
 #include "api/runtime.h"
 #include "common/clock.h"
+#include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "common/ranks.h"
 #include "engine/validation.h"
@@ -112,6 +113,8 @@ Handle submit_reduction(const Call& call, const TensorView& input, const TensorV
 
 Status init(const Settings& overrides) { return Runtime::instance().init(overrides); }
 Status shutdown() { return Runtime::instance().shutdown(); }
+Status recover_in_place() { return Runtime::instance().recover_in_place(); }
+bool in_place_recovery() { return Runtime::instance().in_place(); }
 bool is_initialized() { return Runtime::instance().initialized(); }
 
 #define KOLO_TOPOLOGY_GETTER(fn)                              \
@@ -309,7 +312,7 @@ BuildInfo build_info() {
   BuildInfo info;
   info.version = KOLO_VERSION;
   info.mpi_version = mpi_library_version();
-  info.mpi_ulfm = mpi_has_ulfm();
+  info.mpi_ulfm = ulfm_built();
 #if KOLO_HAVE_CUDA
   info.cuda = true;
   info.cuda_version = cuda_build_version();

@@ -7,6 +7,8 @@
 #include "comm/device/device_collectives.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_control_channel.h"
+#include "comm/mpi/mpi_fault.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -54,7 +56,10 @@ Status Runtime::init(const Settings& overrides) {
     std::atexit(&Runtime::at_exit);
     exit_hook_ = true;
   }
-  s = MpiContext::create(&context_);
+  s = open_world();
+  if (!s.ok()) return s;
+  overrides_ = overrides;
+  s = MpiContext::create(world_, &context_);
   if (!s.ok()) return s;
   const Topology& topo = context_->topology();
   world_size_ = topo.size;
@@ -74,10 +79,11 @@ Status Runtime::init(const Settings& overrides) {
   base_config_ = config;
   timeline_path_ = config.timeline_path;
   timeline_cycles_ = config.timeline_mark_cycles;
-  s = MPI_Comm_dup(MPI_COMM_WORLD, &sets_comm_) == MPI_SUCCESS ? Status::OK()
+  s = MPI_Comm_dup(world_, &sets_comm_) == MPI_SUCCESS ? Status::OK()
                                                                : Status::Internal("MPI_Comm_dup failed (process sets)");
   if (!s.ok()) return s;
   MPI_Comm_set_errhandler(sets_comm_, MPI_ERRORS_RETURN);
+  track_comm(sets_comm_);
 
   std::unique_ptr<CollectiveRegistry> registry = collectives_for(&config, *context_, &device_);
   engine_ = std::make_shared<Engine>(config, topo, std::make_unique<MpiControlChannel>(context_->control()),
@@ -87,7 +93,7 @@ Status Runtime::init(const Settings& overrides) {
   shut_down_ = false;
   if (config.peer_timeout_seconds > 0 && topo.size > 1) {
     if (mpi_.thread_level == MPI_THREAD_MULTIPLE) {
-      s = MpiPeerWatch::start(MPI_COMM_WORLD, config.peer_timeout_seconds,
+      s = MpiPeerWatch::start(world_, config.peer_timeout_seconds,
                               [this](const std::string& why) { peer_lost(why); }, &watch_);
       if (!s.ok()) return s;
     } else if (topo.rank == 0) {
@@ -180,9 +186,9 @@ Status Runtime::shutdown() {
     watch = std::move(watch_);
   }
   if (watch && !watch->stop()) keep_after_loss(std::shared_ptr<MpiPeerWatch>(watch.release()));
-  if (!lost_status().ok()) {
-    // Stuck engine threads may still use their engine (kept by peer_lost), its GPU context and MPI's:
-    // all stay.
+  if (!lost_status().ok() || failed_in_place()) {
+    // Stuck (or, after a revocation, exiting) engine threads may still use their engine (kept when
+    // abandoned), its GPU context and MPI's: all stay.
     std::lock_guard<std::mutex> lock(mu_);
     kept_.push_back(device_);
     kept_.push_back(std::shared_ptr<MpiContext>(context_.release()));
@@ -204,7 +210,10 @@ Status Runtime::shutdown() {
   context_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (sets_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&sets_comm_);
+  if (sets_comm_ != MPI_COMM_NULL && !finalized) {
+    untrack_comm(sets_comm_);
+    MPI_Comm_free(&sets_comm_);
+  }
   sets_comm_ = MPI_COMM_NULL;
   return Status::OK();
 }
@@ -246,6 +255,11 @@ bool Runtime::mpi_threads_supported() {
 }
 
 void Runtime::peer_lost(const std::string& why) {
+  if (in_place()) {
+    // ULFM: revoke kolo's communicators (every survivor's calls return) and go on without the peer.
+    report_peer_failure("the peer watch: " + why);
+    return;
+  }
   std::vector<std::shared_ptr<Engine>> engines;
   Status lost;
   {
@@ -260,6 +274,99 @@ void Runtime::peer_lost(const std::string& why) {
   // Outside the lock: callbacks may call into kolo (and are told the same).
   const size_t failed = handles_.fail_pending(lost);
   KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
+}
+
+Status Runtime::open_world() {
+  // Called with mu_ held, MPI initialized.
+  if (world_ != MPI_COMM_NULL) return Status::OK();
+  std::string why_not;
+  in_place_ = ulfm_enabled() && transports_survive_failures(&why_not);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (!in_place_ && !why_not.empty() && world_rank == 0 && ulfm_enabled()) {
+    KOLO_LOG(kWarning, "ULFM is on, but " << why_not << "; until then a lost peer ends the job");
+  }
+  if (!in_place_) {
+    world_ = MPI_COMM_WORLD;
+    return Status::OK();
+  }
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &world_) != MPI_SUCCESS) return Status::Internal("MPI_Comm_dup failed (job)");
+  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+  track_comm(world_);
+  set_peer_failure_hook([this](const std::string& what) { peers_failed(what); });
+  return Status::OK();
+}
+
+bool Runtime::in_place() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_place_;
+}
+
+void Runtime::peers_failed(const std::string& what) {
+  std::vector<std::shared_ptr<Engine>> engines;
+  Status failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed = Status::PeersFailed("kolo: a peer failed (seen by rank " + std::to_string(job_rank_) + ": " + what +
+                                 "); the survivors roll back to their last commit and go on without it "
+                                 "(kolo.elastic does; else call recover_in_place)");
+    peers_failed_ = failed;
+    engines = engines_;
+    for (const auto& e : engines_) kept_.push_back(e);
+  }
+  for (const auto& e : engines) e->abandon(failed);
+  const size_t n = handles_.fail_pending(failed);
+  KOLO_LOG(kWarning, failed.message() << "; " << n << " op(s) in flight failed");
+}
+
+bool Runtime::failed_in_place() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !peers_failed_.ok();
+}
+
+Status Runtime::recover_in_place() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!in_place_) {
+      return Status::Unsupported(ulfm_built() ? "recover_in_place: this job runs without ULFM's fault tolerance "
+                                                "(start it with mpirun --with-ft ulfm, or kolorun, which does)"
+                                              : "recover_in_place: this MPI has no ULFM (Open MPI 5 has it)");
+    }
+  }
+  const double start = steady_seconds();
+  std::vector<std::shared_ptr<Engine>> engines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engines = engines_;
+  }
+  shutdown();
+  // Their communicators are revoked, so their threads end at once; none may report the revocation
+  // once the next failure is armed.
+  for (const auto& e : engines) {
+    if (!e->wait_ended(10.0)) return Status::Internal("recover_in_place: kolo's engine did not end after the revocation");
+    forget_engine(e);
+  }
+  const double stopped = steady_seconds();
+  MPI_Comm survivors = MPI_COMM_NULL;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Status s = shrink_survivors(world_, &survivors);
+    if (!s.ok()) return s;
+    // The old communicator stays (exiting threads may still hold calls on it); its ranks are gone.
+    untrack_comm(world_);
+    world_ = survivors;
+    track_comm(world_);
+    peers_failed_ = Status::OK();
+    rearm_peer_failure();
+  }
+  KOLO_LOG(kInfo, "recovered in place: the job goes on without its lost ranks (stop " << stopped - start << " s, shrink "
+                                                                                  << steady_seconds() - stopped << " s)");
+  Settings overrides;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    overrides = overrides_;
+  }
+  return init(overrides);
 }
 
 Status Runtime::lost_status() {

@@ -47,6 +47,12 @@ class Runtime {
 
   Status init(const Settings& overrides);
   Status shutdown();
+  // After a peer failed in a job with ULFM on (kPeersFailed): stops kolo on this rank, shrinks the
+  // job's communicator to the survivors (agreed among them) and starts kolo again over it with the
+  // same settings. Collective over the survivors. rank() and size() then describe the new job.
+  Status recover_in_place();
+  // Whether a lost peer is survived in place (ULFM on), as of init().
+  bool in_place();
   bool initialized();
   // The running engine, or null; shared so that a concurrent shutdown cannot pull it away mid-call.
   std::shared_ptr<Engine> engine();
@@ -97,6 +103,11 @@ class Runtime {
   void peer_lost(const std::string& why);
   // OK, or why kolo stopped on a lost peer.
   Status lost_status();
+  // ULFM's report (on the thread that saw it, kolo's communicators already revoked): every op in
+  // flight and every later one fails with kPeersFailed until recover_in_place().
+  void peers_failed(const std::string& what);
+  bool failed_in_place();
+  Status open_world();
   // Keeps what a stuck engine thread may still use until the process ends.
   void keep_after_loss(std::shared_ptr<void> thing);
   void forget_engine(const std::shared_ptr<Engine>& engine);
@@ -122,6 +133,12 @@ class Runtime {
   bool exit_hook_ = false;
   std::unique_ptr<MpiPeerWatch> watch_;
   Status lost_;                                   // not OK once a peer is lost
+  // The job's communicator: MPI_COMM_WORLD, or with ULFM on a duplicate of it that recovery
+  // replaces with its survivors.
+  MPI_Comm world_ = MPI_COMM_NULL;
+  bool in_place_ = false;
+  Status peers_failed_;  // not OK from a peer's failure (in place) until recovery
+  Settings overrides_;   // init()'s, for recovery
   std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
   std::vector<std::shared_ptr<void>> kept_;       // after a loss, to the process's end
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"

@@ -12,6 +12,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kUnsupported: return "UNSUPPORTED";
     case StatusCode::kTimeout: return "TIMEOUT";
+    case StatusCode::kPeersFailed: return "PEERS_FAILED";
   }
   return "UNKNOWN";
 }

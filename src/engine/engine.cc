@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -53,6 +54,11 @@ void Engine::stop() {
   } else {
     thread_.join();
   }
+}
+
+bool Engine::wait_ended(double seconds) {
+  std::unique_lock<std::mutex> lock(timeline_mu_);
+  return timeline_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return !running_; });
 }
 
 void Engine::abandon(const Status& why) {
@@ -148,9 +154,14 @@ void Engine::loop() {
     CycleResult result;
     Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result);
     if (!s.ok()) {
-      KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
+      // A lost peer survived in place (ULFM) was announced already: not an error of this rank's.
+      if (s.code() == StatusCode::kPeersFailed) {
+        KOLO_LOG(kInfo, "negotiation failed, stopping kolo on this rank: " << s.message());
+      } else {
+        KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
+      }
       fail_all(set_prefix() + "negotiation failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
-               StatusCode::kInternal);
+               s.code() == StatusCode::kPeersFailed ? StatusCode::kPeersFailed : StatusCode::kInternal);
       break;
     }
     if (result.shutdown) {

@@ -35,6 +35,9 @@ class Engine {
   // Asks every rank's engine to stop at the next cycle and waits for this one to end (or to be
   // abandoned).
   void stop();
+  // Whether the thread has ended, waiting up to `seconds` (an abandoned engine's ends once its MPI calls
+  // return, as after ULFM's revocation).
+  bool wait_ended(double seconds);
   // A peer is lost and this engine's thread may be stuck in MPI for good (api/runtime.cc): stop()
   // and timeline switches no longer wait for it; its thread is left to the process's end, so the
   // owner must keep this object alive from now on.

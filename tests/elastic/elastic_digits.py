@@ -7,8 +7,9 @@ step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELA
 each (what the discovery script prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"), for "freeze", SIGSTOP itself
 (frozen: kolo's peer watch finds it), for "cut", takes its host's link down for good (emulated hosts
 only); "grow" only adds the hosts.
-Rank 0 prints where each attempt starts; at the end it saves the weights to --out and prints the test
-accuracy."""
+Every rank prints its pid at the start and the end (in place, the survivors' are the same); rank 0 prints
+where each attempt (or, in place, each recovery) starts; at the end it saves the weights to --out and
+prints the test accuracy."""
 import argparse
 import os
 import signal
@@ -81,7 +82,9 @@ def train(state):
 
 
 state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, step=0)
+print("rank %d of %d starts with pid %d" % (hvd.rank(), hvd.size(), os.getpid()), flush=True)
 train(state)
+print("rank %d of %d ends with pid %d" % (hvd.rank(), hvd.size(), os.getpid()), flush=True)
 if hvd.rank() == 0:
     torch.save(model.state_dict(), args.out)
     accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()

@@ -71,6 +71,18 @@ TEST(Lifecycle, OpsAfterShutdownFailAndInitAgainWorks) {
   EXPECT_TRUE(allreduce("after.reinit", b.view(), b.view()).ok());
 }
 
+TEST(Lifecycle, WithoutUlfmALostPeerIsNotSurvivedInPlaceAndRecoveryIsRefused) {
+  // Debian's Open MPI has no ULFM (tests/in_place.sh runs the in-place path against Open MPI 5's).
+  if (build_info().mpi_ulfm) GTEST_SKIP() << "this MPI has ULFM";
+  EXPECT_FALSE(in_place_recovery());
+  Status s = recover_in_place();
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(), "recover_in_place: this MPI has no ULFM (Open MPI 5 has it)");
+  EXPECT_TRUE(is_initialized());  // refused: nothing was stopped
+  EXPECT_EQ(kolo_recover_in_place(), KOLO_UNSUPPORTED);
+  EXPECT_EQ(kolo_in_place_recovery(), 0);
+}
+
 TEST(Lifecycle, ShutdownFailsOpsInFlightOnEveryRank) {
   if (size() < 2) GTEST_SKIP() << "needs a rank that never submits the op";
   Buffer b(DataType::kFloat32, {2});

@@ -14,7 +14,7 @@ except ImportError as e:  # pragma: no cover - a broken install, reported clearl
         "build/python on PYTHONPATH, or pip install ./bindings/python." % e) from e
 
 # Status codes, as in include/kolo/c_api.h.
-OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT = range(8)
+OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT, PEERS_FAILED = range(9)
 
 # Reduce ops, as in include/kolo/c_api.h.
 SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM = range(6)
@@ -52,12 +52,17 @@ class KoloValueError(KoloError, ValueError):
     """A call that is wrong in itself (bad dtype, wrong shape, ...): nothing was enqueued."""
 
 
+class PeersFailedError(KoloError):
+    """A peer was lost and the job goes on without it (ULFM, in place): roll back to the last commit
+    and call recover_in_place() (kolo.elastic.run does both)."""
+
+
 # Horovod's name for an internal failure of a collective.
 HorovodInternalError = KoloError
 
 
 def error_for(code, message):
-    cls = KoloValueError if code == INVALID_ARGUMENT else KoloError
+    cls = {INVALID_ARGUMENT: KoloValueError, PEERS_FAILED: PeersFailedError}.get(code, KoloError)
     return cls(message, code)
 
 
@@ -106,6 +111,22 @@ def shutdown():
 
 def is_initialized():
     return _C.is_initialized()
+
+
+def in_place_recovery():
+    """Whether this job survives a lost peer in place (Open MPI 5's ULFM, mpirun --with-ft ulfm)."""
+    return _C.in_place_recovery()
+
+
+def recover_in_place():
+    """After a PeersFailedError, on every survivor: shrinks the job to the survivors and starts kolo
+    again over them (no process restarted); size() and rank() then describe the new job. Process
+    sets are gone, as after shutdown()."""
+    from kolo import _process_sets
+    _process_sets.forget_all()
+    code, message = _C.recover_in_place()
+    if code != OK:
+        raise error_for(code, message)
 
 
 def _checked(value, what):

@@ -109,6 +109,7 @@ ffi::ErrorCode xla_code_of(int32_t code) {
     case KOLO_ABORTED: return ffi::ErrorCode::kAborted;
     case KOLO_UNSUPPORTED: return ffi::ErrorCode::kUnimplemented;
     case KOLO_TIMEOUT: return ffi::ErrorCode::kDeadlineExceeded;
+    case KOLO_PEERS_FAILED: return ffi::ErrorCode::kUnavailable;
     case KOLO_NOT_INITIALIZED: return ffi::ErrorCode::kFailedPrecondition;
     default: return ffi::ErrorCode::kInternal;
   }

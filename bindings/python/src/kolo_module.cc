@@ -116,6 +116,15 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release release;
     return kolo_shutdown();
   });
+  m.def("recover_in_place", [] {
+    int32_t code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_recover_in_place();
+    }
+    return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()));
+  });
+  m.def("in_place_recovery", [] { return kolo_in_place_recovery() != 0; });
   m.def("is_initialized", [] { return kolo_is_initialized() != 0; });
   m.def("rank", &kolo_rank);
   m.def("size", &kolo_size);

@@ -63,6 +63,7 @@ absl::Status tf_status(int32_t code, const std::string& message) {
     case KOLO_ABORTED: return absl::AbortedError(m);
     case KOLO_UNSUPPORTED: return absl::UnimplementedError(m);
     case KOLO_TIMEOUT: return absl::DeadlineExceededError(m);
+    case KOLO_PEERS_FAILED: return absl::UnavailableError(m);
     case KOLO_NOT_INITIALIZED: return absl::FailedPreconditionError(m);
     default: return absl::InternalError(m);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/mpi_types.h"
 
@@ -10,7 +11,9 @@ namespace kolo {
 namespace {
 
 void free_comm(MPI_Comm* c) {
-  if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  if (*c == MPI_COMM_NULL) return;
+  untrack_comm(*c);
+  MPI_Comm_free(c);
 }
 
 }  // namespace
@@ -39,6 +42,9 @@ Status MpiContext::init(MPI_Comm parent) {
   MPI_Comm_rank(local_, &t.local_rank);
   MPI_Comm_size(local_, &t.local_size);
   KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_split(data_, t.local_rank, t.rank, &cross_), "MPI_Comm_split");
+  MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN);
+  for (MPI_Comm c : {control_, data_, local_, cross_}) track_comm(c);
 
   // Hosts are named by their lowest rank; a host's index is its place among those.
   int host_root = t.rank;

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
 
 namespace kolo {
@@ -49,6 +50,7 @@ Status MpiPeerWatch::start(MPI_Comm world, double timeout_seconds, OnLost on_los
   MPI_Comm comm = MPI_COMM_NULL;
   KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(world, &comm), "MPI_Comm_dup (peer watch)");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  track_comm(comm);  // revoked with kolo's others when a peer fails (ULFM)
   out->reset(new MpiPeerWatch(comm, timeout_seconds, generation, std::move(on_lost), std::move(hosts)));
   return Status::OK();
 }
@@ -201,6 +203,7 @@ bool MpiPeerWatch::stop() {
       MPI_Wait(&p.recv, MPI_STATUS_IGNORE);
     }
   }
+  untrack_comm(comm_);
   MPI_Comm_free(&comm_);
   clean_ = true;
   return true;

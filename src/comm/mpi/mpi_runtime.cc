@@ -1,9 +1,6 @@
 #include "comm/mpi/mpi_runtime.h"
 
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>  // ULFM's MPIX_* where the MPI has them
-#endif
 
 #include <string>
 
@@ -31,13 +28,6 @@ std::string mpi_library_version() {
   return end == std::string::npos ? v : v.substr(0, end);
 }
 
-bool mpi_has_ulfm() {
-#if defined(MPIX_ERR_PROC_FAILED)
-  return true;
-#else
-  return false;
-#endif
-}
 
 Status mpi_ensure_initialized(MpiRuntime* runtime) {
   int finalized = 0;

@@ -17,7 +17,5 @@ Status mpi_ensure_initialized(MpiRuntime* runtime);
 void mpi_finalize_if_owned(const MpiRuntime& runtime);
 const char* mpi_thread_level_name(int level);
 std::string mpi_library_version();
-// Whether the MPI kolo was built against has ULFM (MPIX_Comm_revoke, shrink; Open MPI 5 with ULFM).
-bool mpi_has_ulfm();
 
 }  // namespace kolo

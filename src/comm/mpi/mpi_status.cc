@@ -1,5 +1,7 @@
 #include "comm/mpi/mpi_status.h"
 
+#include "comm/mpi/mpi_fault.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -13,7 +15,12 @@ Status mpi_status(int rc, const std::string& what) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  return Status::Internal(what + " failed: " + std::string(text, static_cast<size_t>(len)));
+  const std::string message = what + " failed: " + std::string(text, static_cast<size_t>(len));
+  if (is_peer_failure(rc) && surviving_peer_failures()) {
+    report_peer_failure(message);
+    return Status::PeersFailed(message + " (a peer was lost; the survivors roll back and go on)");
+  }
+  return Status::Internal(message);
 }
 
 Status mpi_wait(MPI_Request* request, const char* what) {

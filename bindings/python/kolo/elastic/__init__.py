@@ -9,12 +9,16 @@ next commit. Where the job runs decides how:
   path, for any MPI): a failure ends the attempt, and kolorun starts the workers again on the hosts
   that are left; each host keeps the last commit in memory (``/dev/shm``), so the new workers resume
   from it without a shared file system. Hosts added are taken by a planned restart at the next commit.
+- In place, where the MPI has ULFM and the job runs with it on (Open MPI 5: ``mpirun --with-ft ulfm --mca
+  btl tcp,self``): no process restarts. The survivors' ops fail with ``PeersFailedError``; each rolls
+  back to its last commit, kolo shrinks the job to them (``recover_in_place``), they take rank 0's
+  state and go on.
 - Anywhere else (plain mpirun, kolorun without elastic options): commits are kept in memory in the
   process, ``restore()`` works, and a lost peer ends the job with kolo's error, as in a non-elastic job.
 """
-from kolo._core import HorovodInternalError, KoloError
+from kolo._core import HorovodInternalError, KoloError, PeersFailedError
 from kolo.elastic.runner import HostsUpdatedInterrupt, is_elastic_launch, run_fn
 from kolo.elastic.state import ObjectState, State
 
 __all__ = ["State", "ObjectState", "run_fn", "HostsUpdatedInterrupt", "HorovodInternalError", "KoloError",
-           "is_elastic_launch"]
+           "PeersFailedError", "is_elastic_launch"]

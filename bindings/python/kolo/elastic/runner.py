@@ -10,11 +10,12 @@ import functools
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 
 from kolo import _core, _host
-from kolo._core import KoloError
+from kolo._core import KoloError, PeersFailedError
 
 RESTART_EXIT = 75  # a planned restart (EX_TEMPFAIL): kolorun does not count it as a failure
 
@@ -94,11 +95,33 @@ def _resume(state):
               % (_attempt(), _core.size(), newest, root), file=sys.stderr, flush=True)
 
 
+def _run_in_place(func, state, args, kwargs):
+    """ULFM on (Open MPI 5, mpirun --with-ft ulfm): a lost peer is cut out in place. The survivors'
+    ops fail with PeersFailedError; each rolls back to its last commit, kolo shrinks the job to them,
+    they take rank 0's state and go on, no process restarted."""
+    state.sync()
+    while True:
+        try:
+            return func(state, *args, **kwargs)
+        except PeersFailedError as e:
+            before, start = (_core.rank(), _core.size()), time.perf_counter()
+            state.restore()
+            _core.recover_in_place()
+            state.sync()
+            print("kolo.elastic: rank %d of %d: %s\nkolo.elastic: in place: now rank %d of %d, from commit %d "
+                  "(restore, shrink, restart and sync: %.3f s)" % (before[0], before[1], e, _core.rank(), _core.size(),
+                                                                 state._commit_number, time.perf_counter() - start),
+                  file=sys.stderr, flush=True)
+            state.on_reset()
+
+
 def run_fn(func, reset):
     """Horovod's elastic.run for a binding; `reset` re-forms the job in place (unused on the restart path)."""
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
+        if _core.in_place_recovery():
+            return _run_in_place(func, state, args, kwargs)
         if not is_elastic_launch():
             # No launcher to re-form the job: commits and restore() work in memory, and a lost peer
             # ends the job with kolo's error, as without elastic.

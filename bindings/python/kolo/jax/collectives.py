@@ -31,7 +31,8 @@ _counter = itertools.count()
 
 # XLA's status names, as the handlers map kolo's codes to them (src/jax_ffi.cc).
 _CODES = {"INVALID_ARGUMENT": _core.INVALID_ARGUMENT, "FAILED_PRECONDITION": _core.MISMATCH,
-          "ABORTED": _core.ABORTED, "UNIMPLEMENTED": _core.UNSUPPORTED, "DEADLINE_EXCEEDED": _core.TIMEOUT}
+          "ABORTED": _core.ABORTED, "UNIMPLEMENTED": _core.UNSUPPORTED, "DEADLINE_EXCEEDED": _core.TIMEOUT,
+          "UNAVAILABLE": _core.PEERS_FAILED}
 
 
 def _rank():

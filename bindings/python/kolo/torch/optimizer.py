@@ -153,7 +153,7 @@ class _DistributedOptimizer:
                 p.grad.copy_(self._compression.decompress(compressed, ctx))
             self._delay[p] = self._passes
         self._handles.clear()
-        self._synchronized = True
+        self._synchronized = error is None  # a failed one (a peer lost, say) leaves no step to take
         if error is not None:
             raise error
 

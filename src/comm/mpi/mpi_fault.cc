@@ -1,0 +1,147 @@
+#include "comm/mpi/mpi_fault.h"
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // ULFM's MPIX_* where the MPI has them
+#endif
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "common/logging.h"
+
+namespace kolo {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::vector<MPI_Comm> comms;
+  std::function<void(const std::string&)> hook;
+  bool reported = false;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: engine threads may report at exit
+  return *r;
+}
+
+}  // namespace
+
+bool ulfm_built() {
+#if defined(MPIX_ERR_PROC_FAILED)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool ulfm_enabled() {
+#if defined(MPIX_ERR_PROC_FAILED) && defined(MPIX_FT)
+  int* value = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPIX_FT, &value, &flag);
+  return flag && value != nullptr && *value != 0;
+#else
+  return false;
+#endif
+}
+
+bool transports_survive_failures(std::string* why_not) {
+  const char* btl = std::getenv("OMPI_MCA_btl");
+  std::string list = btl == nullptr ? "" : btl;
+  bool ok = !list.empty() && list[0] != '^';
+  for (size_t start = 0; ok && start <= list.size();) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    ok = name == "tcp" || name == "self";
+    start = end + 1;
+  }
+  if (!ok && why_not != nullptr) {
+    *why_not = "Open MPI's transports here (btl " + (list.empty() ? std::string("default, with shared memory") : list) +
+               ") do not survive a lost peer; start the job with --mca btl tcp,self";
+  }
+  return ok;
+}
+
+bool is_peer_failure(int rc) {
+#if defined(MPIX_ERR_PROC_FAILED)
+  if (rc == MPI_SUCCESS) return false;
+  int cls = rc;
+  MPI_Error_class(rc, &cls);
+  return cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_PROC_FAILED_PENDING || cls == MPIX_ERR_REVOKED;
+#else
+  (void)rc;
+  return false;
+#endif
+}
+
+void track_comm(MPI_Comm comm) {
+  if (!ulfm_built() || comm == MPI_COMM_NULL) return;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.comms.push_back(comm);
+}
+
+void untrack_comm(MPI_Comm comm) {
+  if (!ulfm_built()) return;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.comms.erase(std::remove(r.comms.begin(), r.comms.end(), comm), r.comms.end());
+}
+
+void set_peer_failure_hook(std::function<void(const std::string&)> hook) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.hook = std::move(hook);
+}
+
+bool surviving_peer_failures() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return static_cast<bool>(r.hook);
+}
+
+void report_peer_failure(const std::string& what) {
+  Registry& r = registry();
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.reported || !r.hook) return;
+    r.reported = true;
+#if defined(MPIX_ERR_PROC_FAILED)
+    // Every survivor's calls on these return now, wherever they wait (negotiation, data, a host's
+    // or the hosts' communicator, the peer watch): none is left waiting on the lost rank.
+    for (MPI_Comm c : r.comms) MPIX_Comm_revoke(c);
+#endif
+    hook = r.hook;
+  }
+  KOLO_LOG(kWarning, "a peer failed (" << what << "): kolo's communicators are revoked; the survivors go on in place");
+  if (hook) hook(what);
+}
+
+Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors) {
+#if defined(MPIX_ERR_PROC_FAILED)
+  const int rc = MPIX_Comm_shrink(comm, survivors);
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING] = {0};
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    return Status::Internal("MPIX_Comm_shrink failed: " + std::string(text, static_cast<size_t>(len)));
+  }
+  MPI_Comm_set_errhandler(*survivors, MPI_ERRORS_RETURN);
+  return Status::OK();
+#else
+  (void)comm;
+  (void)survivors;
+  return Status::Unsupported("this MPI has no ULFM (MPIX_Comm_shrink): a lost peer ends the job");
+#endif
+}
+
+void rearm_peer_failure() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.reported = false;
+}
+
+}  // namespace kolo

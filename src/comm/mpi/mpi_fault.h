@@ -1,0 +1,46 @@
+// Surviving a lost peer in place with ULFM (Open MPI 5 started with `mpirun --with-ft ulfm`): every
+// communicator kolo makes is tracked here; the first MPI call that reports a failed peer revokes
+// them all, so that every survivor's pending calls return (MPIX_ERR_REVOKED) instead of waiting on
+// the lost rank, and the ops fail with kPeersFailed. The survivors then shrink the job's
+// communicator (an agreement among them) and kolo starts again over it. Without ULFM (Debian's Open
+// MPI 4.1) nothing here is active and a lost peer ends the job, as before.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+
+#include "kolo/status.h"
+
+namespace kolo {
+
+// Whether the MPI kolo was built against has ULFM.
+bool ulfm_built();
+// Whether this job runs with ULFM's fault tolerance on (the MPIX_FT attribute of MPI_COMM_WORLD:
+// `mpirun --with-ft ulfm`). MPI must be initialized.
+bool ulfm_enabled();
+// Whether Open MPI's transports survive a lost peer: ULFM's do (tcp, self), its shared-memory one
+// does not (a shrink over it never returns). From OMPI_MCA_btl, which `mpirun --mca btl tcp,self` sets;
+// `why_not` says what to change otherwise.
+bool transports_survive_failures(std::string* why_not);
+// Whether an MPI return code says a peer failed, or a communicator was revoked because one did.
+bool is_peer_failure(int rc);
+
+// kolo's communicators, revoked together when a peer fails. Safe from any thread.
+void track_comm(MPI_Comm comm);
+void untrack_comm(MPI_Comm comm);
+
+// Called once per failure (on the thread that saw it), after the revocation: the runtime's, set when
+// the job survives failures in place. Without one, a failed peer is an MPI error like any other.
+void set_peer_failure_hook(std::function<void(const std::string& what)> hook);
+bool surviving_peer_failures();
+// The failure a call reported: revokes every tracked communicator and calls the hook, the first
+// time since the last recovery. `what` names the call.
+void report_peer_failure(const std::string& what);
+// The survivors of `comm` (revoked), agreed among them: MPIX_Comm_shrink. Collective over them.
+Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors);
+// After a recovery: the next failure is reported again.
+void rearm_peer_failure();
+
+}  // namespace kolo

