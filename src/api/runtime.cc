@@ -334,6 +334,7 @@ Status Runtime::recover_in_place() {
     }
   }
   const double start = steady_seconds();
+  wait_for_failure_hooks();  // every op in flight has been failed, every engine abandoned
   std::vector<std::shared_ptr<Engine>> engines;
   {
     std::lock_guard<std::mutex> lock(mu_);

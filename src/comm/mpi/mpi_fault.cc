@@ -5,8 +5,10 @@
 #endif
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/logging.h"
@@ -19,6 +21,8 @@ struct Registry {
   std::vector<MPI_Comm> comms;
   std::function<void(const std::string&)> hook;
   bool reported = false;
+  int hooks_running = 0;
+  std::condition_variable hooks_done;
 };
 
 Registry& registry() {
@@ -115,9 +119,22 @@ void report_peer_failure(const std::string& what) {
     for (MPI_Comm c : r.comms) MPIX_Comm_revoke(c);
 #endif
     hook = r.hook;
+    ++r.hooks_running;
   }
   KOLO_LOG(kWarning, "a peer failed (" << what << "): kolo's communicators are revoked; the survivors go on in place");
-  if (hook) hook(what);
+  std::thread([hook, what] {
+    hook(what);
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    --reg.hooks_running;
+    reg.hooks_done.notify_all();
+  }).detach();
+}
+
+void wait_for_failure_hooks() {
+  Registry& r = registry();
+  std::unique_lock<std::mutex> lock(r.mu);
+  r.hooks_done.wait(lock, [&] { return r.hooks_running == 0; });
 }
 
 Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors) {

@@ -31,8 +31,9 @@ bool is_peer_failure(int rc);
 void track_comm(MPI_Comm comm);
 void untrack_comm(MPI_Comm comm);
 
-// Called once per failure (on the thread that saw it), after the revocation: the runtime's, set when
-// the job survives failures in place. Without one, a failed peer is an MPI error like any other.
+// Called once per failure, after the revocation, on a thread of its own (the thread that saw the
+// failure may hold the caller's locks): the runtime's, set when the job survives failures in place.
+// Without one, a failed peer is an MPI error like any other.
 void set_peer_failure_hook(std::function<void(const std::string& what)> hook);
 bool surviving_peer_failures();
 // The failure a call reported: revokes every tracked communicator and calls the hook, the first
@@ -40,6 +41,8 @@ bool surviving_peer_failures();
 void report_peer_failure(const std::string& what);
 // The survivors of `comm` (revoked), agreed among them: MPIX_Comm_shrink. Collective over them.
 Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors);
+// Waits until the hook of every failure reported so far has returned (before recovering from it).
+void wait_for_failure_hooks();
 // After a recovery: the next failure is reported again.
 void rearm_peer_failure();
 

@@ -95,6 +95,12 @@ def _resume(state):
               % (_attempt(), _core.size(), newest, root), file=sys.stderr, flush=True)
 
 
+def _peers_failed(error):
+    # kolo.torch and the host path raise PeersFailedError; TensorFlow's ops (and XLA's) raise their
+    # framework's error carrying kolo's message.
+    return isinstance(error, PeersFailedError) or "kolo: a peer failed (seen by rank " in str(error)
+
+
 def _run_in_place(func, state, args, kwargs):
     """ULFM on (Open MPI 5, mpirun --with-ft ulfm): a lost peer is cut out in place. The survivors'
     ops fail with PeersFailedError; each rolls back to its last commit, kolo shrinks the job to them,
@@ -103,7 +109,9 @@ def _run_in_place(func, state, args, kwargs):
     while True:
         try:
             return func(state, *args, **kwargs)
-        except PeersFailedError as e:
+        except Exception as e:  # noqa: BLE001 - a framework's own error may carry kolo's (TensorFlow's ops')
+            if not _peers_failed(e):
+                raise
             before, start = (_core.rank(), _core.size()), time.perf_counter()
             state.restore()
             _core.recover_in_place()
@@ -115,8 +123,8 @@ def _run_in_place(func, state, args, kwargs):
             state.on_reset()
 
 
-def run_fn(func, reset):
-    """Horovod's elastic.run for a binding; `reset` re-forms the job in place (unused on the restart path)."""
+def run_fn(func):
+    """Horovod's elastic.run for a binding."""
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):

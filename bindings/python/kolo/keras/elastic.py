@@ -4,19 +4,14 @@ UpdateEpochStateCallback), on any Keras 3 backend. See kolo.elastic for how a jo
 import keras
 
 from kolo import _core, _host_objects
-from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
+from kolo.elastic import HostsUpdatedInterrupt, ObjectState, PeersFailedError, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.elastic.state import VariablesState
 from kolo.keras import functions
 
 
 def run(func):
     """Decorates a training function whose first argument is a State (see kolo.elastic)."""
-    return run_fn(func, _reset)
-
-
-def _reset():
-    _core.shutdown()
-    _core.init()
+    return run_fn(func)
 
 
 class KerasState(VariablesState):

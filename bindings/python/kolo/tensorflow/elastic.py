@@ -4,19 +4,14 @@ sessions are not supported here)."""
 import tensorflow as tf
 
 from kolo import _core
-from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
+from kolo.elastic import HostsUpdatedInterrupt, ObjectState, PeersFailedError, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.elastic.state import VariablesState
 from kolo.tensorflow import functions
 
 
 def run(func):
     """Decorates a training function whose first argument is a State (see kolo.elastic)."""
-    return run_fn(func, _reset)
-
-
-def _reset():
-    _core.shutdown()
-    _core.init()
+    return run_fn(func)
 
 
 class TensorFlowState(VariablesState):

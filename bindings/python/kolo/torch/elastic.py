@@ -7,19 +7,14 @@ import random
 
 import torch
 
-from kolo.elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401 (Horovod's names)
+from kolo.elastic import HostsUpdatedInterrupt, ObjectState, PeersFailedError, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.torch import functions, mpi_ops
 
 
 def run(func):
     """Decorates a training function whose first argument is a State: it starts from the state every
     rank agrees on and, on an elastic kolorun, goes on from the last commit after a failure."""
-    return run_fn(func, _reset)
-
-
-def _reset():
-    mpi_ops.shutdown()
-    mpi_ops.init()
+    return run_fn(func)
 
 
 class ElasticSampler(torch.utils.data.Sampler):
