@@ -260,20 +260,29 @@ void Runtime::peer_lost(const std::string& why) {
     report_peer_failure("the peer watch: " + why);
     return;
   }
+  size_t failed = 0;
+  const Status lost = fail_everything(&failed, [&] {
+    lost_ = Status::Aborted("kolo stopped on rank " + std::to_string(job_rank_) + ": " + why +
+                            " (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS); the job must end");
+    return lost_;
+  });
+  KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
+}
+
+Status Runtime::fail_everything(size_t* failed_ops, const std::function<Status()>& why) {
   std::vector<std::shared_ptr<Engine>> engines;
-  Status lost;
+  Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    lost = Status::Aborted("kolo stopped on rank " + std::to_string(job_rank_) + ": " + why +
-                           " (frozen, or its host unreachable; KOLO_PEER_TIMEOUT_SECONDS); the job must end");
-    lost_ = lost;
+    status = why();
     engines = engines_;
+    // Their threads may still be inside MPI: the engines stay to the process's end.
     for (const auto& e : engines_) kept_.push_back(e);
   }
-  for (const auto& e : engines) e->abandon(lost);
+  for (const auto& e : engines) e->abandon(status);
   // Outside the lock: callbacks may call into kolo (and are told the same).
-  const size_t failed = handles_.fail_pending(lost);
-  KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
+  *failed_ops = handles_.fail_pending(status);
+  return status;
 }
 
 Status Runtime::open_world() {
@@ -303,19 +312,13 @@ bool Runtime::in_place() {
 }
 
 void Runtime::peers_failed(const std::string& what) {
-  std::vector<std::shared_ptr<Engine>> engines;
-  Status failed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    failed = Status::PeersFailed("kolo: a peer failed (seen by rank " + std::to_string(job_rank_) + ": " + what +
-                                 "); the survivors roll back to their last commit and go on without it "
-                                 "(kolo.elastic does; else call recover_in_place)");
-    peers_failed_ = failed;
-    engines = engines_;
-    for (const auto& e : engines_) kept_.push_back(e);
-  }
-  for (const auto& e : engines) e->abandon(failed);
-  const size_t n = handles_.fail_pending(failed);
+  size_t n = 0;
+  const Status failed = fail_everything(&n, [&] {
+    peers_failed_ = Status::PeersFailed("kolo: a peer failed (seen by rank " + std::to_string(job_rank_) + ": " +
+                                        what + "); the survivors roll back to their last commit and go on without it "
+                                        "(kolo.elastic does; else call recover_in_place)");
+    return peers_failed_;
+  });
   KOLO_LOG(kWarning, failed.message() << "; " << n << " op(s) in flight failed");
 }
 

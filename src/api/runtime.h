@@ -2,6 +2,7 @@
 // table. Everything global about kolo is here, behind one mutex; the engine itself has no globals.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -106,6 +107,9 @@ class Runtime {
   // ULFM's report (on the thread that saw it, kolo's communicators already revoked): every op in
   // flight and every later one fails with kPeersFailed until recover_in_place().
   void peers_failed(const std::string& what);
+  // Sets the failure (`why`, called under mu_, returns it), abandons every engine and fails every op in
+  // flight with it (how many: *failed_ops).
+  Status fail_everything(size_t* failed_ops, const std::function<Status()>& why);
   bool failed_in_place();
   Status open_world();
   // Keeps what a stuck engine thread may still use until the process ends.
