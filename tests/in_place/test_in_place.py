@@ -113,3 +113,32 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     text = log.read()
     check_in_place(text, out)
     print("frozen: training again %.3f s after the freeze" % seconds_to_recover(text))
+
+
+def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
+    # kolo.tensorflow's ops report the failure as TensorFlow's error carrying kolo's message; elastic.run
+    # rolls back on it as on PeersFailedError. Equal shares of every batch: the weights are plain
+    # gradient descent's after every step, whatever the rank count.
+    if not (BUILD / "python" / "kolo" / "tensorflow" / "kolo_tf_ops.so").exists():
+        pytest.skip("kolo.tensorflow's ops were not built against this MPI (no TensorFlow at build time)")
+    python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parent.parent / ".venv" / "bin" / "python"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"))
+    out = tmp_path / "w.npy"
+    job = subprocess.run([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", python,
+                                            str(HERE / "tf_in_place.py"), "--steps", "30", "--kill-at", "10",
+                                            "--out", str(out)],
+                         capture_output=True, text=True, timeout=180, env=env)
+    text = job.stdout + job.stderr
+    assert job.returncode == 0, text
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[1]]), text
+    # Commits at steps 4 and 8 (commit 1): steps 8 and 9 are done again on 2 ranks.
+    assert "in place: now rank 0 of 2, from commit 1" in text and "ranks 2  steps 30" in text, text
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(48, 8)), rng.normal(size=(48, 1))
+    w = np.zeros((8, 1))
+    for _ in range(30):
+        w -= 0.05 * (2.0 / 48) * x.T @ (x @ w - y)
+    np.testing.assert_allclose(np.load(out), w, rtol=0, atol=1e-12)

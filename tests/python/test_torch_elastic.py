@@ -108,7 +108,8 @@ def test_a_peers_failure_is_told_apart_whatever_the_framework_raises(rank):
     # their framework's error with kolo's message: elastic.run rolls back on either, and on nothing else.
     from kolo import _core
     from kolo.elastic.runner import _peers_failed
-    message = "tensor 'g' did not run: kolo: a peer failed (seen by rank 1: MPIX_ERR_PROC_FAILED); the survivors ..."
+    message = ("tensor 'g' did not run: negotiation failed on rank 1: MPI_Iallreduce failed: MPI_ERR_PROC_FAILED: "
+               "Process Failure (a peer failed: the survivors roll back to their last commit)")
     assert _peers_failed(_core.error_for(_core.PEERS_FAILED, message))
     assert type(_core.error_for(_core.PEERS_FAILED, message)) is _core.PeersFailedError
     assert _peers_failed(RuntimeError("{{function_node KoloAllreduce}} " + message))

@@ -24,6 +24,10 @@ bool ulfm_enabled();
 // does not (a shrink over it never returns). From OMPI_MCA_btl, which `mpirun --mca btl tcp,self` sets;
 // `why_not` says what to change otherwise.
 bool transports_survive_failures(std::string* why_not);
+// In every kPeersFailed message, so that a framework that keeps only the message (TensorFlow turns its
+// ops' errors into InternalError) still tells a roll-back from a failure.
+constexpr const char* kPeersFailedWords = "a peer failed: the survivors roll back to their last commit";
+
 // Whether an MPI return code says a peer failed, or a communicator was revoked because one did.
 bool is_peer_failure(int rc);
 

@@ -18,7 +18,7 @@ Status mpi_status(int rc, const std::string& what) {
   const std::string message = what + " failed: " + std::string(text, static_cast<size_t>(len));
   if (is_peer_failure(rc) && surviving_peer_failures()) {
     report_peer_failure(message);
-    return Status::PeersFailed(message + " (a peer was lost; the survivors roll back and go on)");
+    return Status::PeersFailed(message + " (" + kPeersFailedWords + ")");
   }
   return Status::Internal(message);
 }

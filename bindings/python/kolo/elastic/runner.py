@@ -95,10 +95,14 @@ def _resume(state):
               % (_attempt(), _core.size(), newest, root), file=sys.stderr, flush=True)
 
 
+# In every message of a peers' failure (kPeersFailedWords in src/comm/mpi/mpi_fault.h).
+_PEERS_FAILED_WORDS = "a peer failed: the survivors roll back to their last commit"
+
+
 def _peers_failed(error):
     # kolo.torch and the host path raise PeersFailedError; TensorFlow's ops (and XLA's) raise their
-    # framework's error carrying kolo's message.
-    return isinstance(error, PeersFailedError) or "kolo: a peer failed (seen by rank " in str(error)
+    # framework's error (TensorFlow makes it an InternalError) carrying kolo's message.
+    return isinstance(error, PeersFailedError) or _PEERS_FAILED_WORDS in str(error)
 
 
 def _run_in_place(func, state, args, kwargs):
