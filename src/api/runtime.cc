@@ -290,10 +290,16 @@ Status Runtime::open_world() {
   if (world_ != MPI_COMM_NULL) return Status::OK();
   std::string why_not;
   in_place_ = ulfm_enabled() && transports_survive_failures(&why_not);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  if (!in_place_ && !why_not.empty() && world_rank == 0 && ulfm_enabled()) {
-    KOLO_LOG(kWarning, "ULFM is on, but " << why_not << "; until then a lost peer ends the job");
+  if (!ulfm_built()) {
+    not_in_place_ = "this MPI has no ULFM (Open MPI 5 has it)";
+  } else if (!ulfm_enabled()) {
+    not_in_place_ = "this job runs without ULFM's fault tolerance (start it with mpirun --with-ft ulfm --mca btl "
+                    "tcp,self)";
+  } else if (!in_place_) {
+    not_in_place_ = "ULFM is on, but " + why_not;
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (world_rank == 0) KOLO_LOG(kWarning, not_in_place_ << "; until then a lost peer ends the job");
   }
   if (!in_place_) {
     world_ = MPI_COMM_WORLD;
@@ -314,8 +320,8 @@ bool Runtime::in_place() {
 void Runtime::peers_failed(const std::string& what) {
   size_t n = 0;
   const Status failed = fail_everything(&n, [&] {
-    peers_failed_ = Status::PeersFailed(std::string("kolo: ") + kPeersFailedWords + " and go on without it (seen by rank " +
-                                        std::to_string(job_rank_) + ": " + what +
+    peers_failed_ = Status::PeersFailed(std::string("kolo: ") + kPeersFailedWords + " and go on without it (seen " +
+                                        "by rank " + std::to_string(job_rank_) + ": " + what +
                                         "; kolo.elastic does it, else call recover_in_place)");
     return peers_failed_;
   });
@@ -330,11 +336,7 @@ bool Runtime::failed_in_place() {
 Status Runtime::recover_in_place() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!in_place_) {
-      return Status::Unsupported(ulfm_built() ? "recover_in_place: this job runs without ULFM's fault tolerance "
-                                                "(start it with mpirun --with-ft ulfm, or kolorun, which does)"
-                                              : "recover_in_place: this MPI has no ULFM (Open MPI 5 has it)");
-    }
+    if (!in_place_) return Status::Unsupported("recover_in_place: " + not_in_place_);
   }
   const double start = steady_seconds();
   wait_for_failure_hooks();  // every op in flight has been failed, every engine abandoned
@@ -347,7 +349,9 @@ Status Runtime::recover_in_place() {
   // Their communicators are revoked, so their threads end at once; none may report the revocation
   // once the next failure is armed.
   for (const auto& e : engines) {
-    if (!e->wait_ended(10.0)) return Status::Internal("recover_in_place: kolo's engine did not end after the revocation");
+    if (!e->wait_ended(10.0)) {
+      return Status::Internal("recover_in_place: kolo's engine did not end after the revocation");
+    }
     forget_engine(e);
   }
   const double stopped = steady_seconds();
@@ -363,8 +367,10 @@ Status Runtime::recover_in_place() {
     peers_failed_ = Status::OK();
     rearm_peer_failure();
   }
-  KOLO_LOG(kInfo, "recovered in place: the job goes on without its lost ranks (stop " << stopped - start << " s, shrink "
-                                                                                  << steady_seconds() - stopped << " s)");
+  const double shrunk = steady_seconds();
+  KOLO_LOG(kInfo, "recovered in place: the job goes on without its lost ranks (stop " << stopped - start
+                                                                                  << " s, shrink " << shrunk - stopped
+                                                                                  << " s)");
   Settings overrides;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -141,6 +141,7 @@ class Runtime {
   // replaces with its survivors.
   MPI_Comm world_ = MPI_COMM_NULL;
   bool in_place_ = false;
+  std::string not_in_place_;  // why a lost peer is not survived in place
   Status peers_failed_;  // not OK from a peer's failure (in place) until recovery
   Settings overrides_;   // init()'s, for recovery
   std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
