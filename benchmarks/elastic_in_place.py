@@ -31,9 +31,7 @@ def in_place(event, peer_timeout=30):
     tmp = pathlib.Path(tempfile.mkdtemp())
     job, log, _ = test_in_place.start_job(tmp, event, peer_timeout=peer_timeout)
     text = test_in_place.finish(job, log, until=("rank 0 of 2 ends with pid", "rank 1 of 2 ends with pid"))
-    if job.poll() is None:  # the frozen rank: the survivors are done
-        job.kill()
-    job.wait()
+    test_in_place.end_job(job, text)  # the frozen rank (the survivors are done), or nothing left
     own = max(float(v) for v in re.findall(r"restore, shrink, restart and sync: ([\d.]+) s", text))
     return test_in_place.seconds_to_recover(text), own
 

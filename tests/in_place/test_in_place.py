@@ -55,7 +55,8 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
 
 
 def finish(job, log, until=(), timeout=120):
-    """Waits for the job to end (or for every line of `until` in its output); its output."""
+    """Waits for the job to end (or for every line of `until` in its output); its output. A job that
+    does not is ended, every rank with it, and the test fails."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         log.seek(0)
@@ -63,8 +64,20 @@ def finish(job, log, until=(), timeout=120):
         if job.poll() is not None or (until and all(u in text for u in until)):
             return text
         time.sleep(0.2)
-    job.kill()
+    end_job(job, text)
     pytest.fail("the job did not end within %d s:\n%s" % (timeout, text))
+
+
+def end_job(job, text):
+    """Ends mpirun and every rank the output names: killing Open MPI 5's mpirun alone leaves its ranks
+    running (spinning, if they wait in MPI), which would slow everything after."""
+    for pid in pids(text, "starts").values():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    job.kill()
+    job.wait()
 
 
 def pids(text, word):
@@ -108,7 +121,10 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     job, log, out = start_job(tmp_path, "0:2:10:freeze", peer_timeout=3)
     text = finish(job, log, until=("ranks 2  steps ", "rank 0 of 2 ends with pid", "rank 1 of 2 ends with pid"))
     os.kill(pids(text, "starts")[2], signal.SIGKILL)
-    job.wait(timeout=60)
+    try:
+        job.wait(timeout=60)
+    finally:
+        end_job(job, text)
     log.seek(0)
     text = log.read()
     check_in_place(text, out)
@@ -125,11 +141,11 @@ def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"))
     out = tmp_path / "w.npy"
-    job = subprocess.run([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", python,
-                                            str(HERE / "tf_in_place.py"), "--steps", "30", "--kill-at", "10",
-                                            "--out", str(out)],
-                         capture_output=True, text=True, timeout=180, env=env)
-    text = job.stdout + job.stderr
+    log = open(tmp_path / "job.log", "w+")
+    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", python,
+                                              str(HERE / "tf_in_place.py"), "--steps", "30", "--kill-at", "10",
+                                              "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    text = finish(job, log, timeout=180)
     assert job.returncode == 0, text
     started, ended = pids(text, "starts"), pids(text, "ends")
     assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[1]]), text
