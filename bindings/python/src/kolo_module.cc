@@ -208,7 +208,7 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()));
   });
   // (code, message, ranks, this rank's place or -1)
-  m.def("process_set_ranks", [](int32_t id) {
+  m.def("process_set_ranks", [](int32_t id) -> py::tuple {
     int32_t code = kolo_process_set_ranks(id, nullptr, 0);
     std::vector<int32_t> ranks;
     if (code == KOLO_OK) {
