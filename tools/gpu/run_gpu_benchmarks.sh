@@ -33,7 +33,7 @@ run() {  # NAME COMMAND...: the table on stdout and in $out/NAME.txt
 }
 run gpu_pack "$build/benchmarks/gpu_pack" --json "$out/gpu_pack.json"
 run gpu_pack_torch "$python" benchmarks/gpu_pack.py --binary "$build/benchmarks/gpu_pack" --json "$out/gpu_pack_torch.json"
-run gpu_allreduce mpirun -np 2 --oversubscribe "$build/benchmarks/gpu_allreduce" --json "$out/gpu_allreduce.json"
+run gpu_allreduce mpirun -np 2 --oversubscribe --bind-to none "$build/benchmarks/gpu_allreduce" --json "$out/gpu_allreduce.json"
 run pytorch_synthetic "$build/bin/kolorun" -np 2 -x PYTHONPATH="$build/python" "$python" benchmarks/pytorch_synthetic.py \
   --cuda --model resnet50 --batch-size 32 --num-iters 10 --json "$out/pytorch_synthetic.json"
 exit $status
