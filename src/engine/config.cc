@@ -23,6 +23,10 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_CYCLE_TIME_MS", "1",
        "Time between negotiation cycles while this rank has ops in flight; an op enqueued on an idle "
        "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
+      {"KOLO_DEVICE_GROUPS_IN_FLIGHT", "2",
+       "GPU groups on kolo's stream at once: with this many still running, the next cycle waits (at "
+       "most 50 ms) for one to end, so what becomes ready meanwhile fuses into one group instead of "
+       "many small ones; 0: never wait."},
       {"KOLO_FUSION_THRESHOLD_BYTES", "67108864",
        "Largest fused allreduce (64 MiB). A tensor larger than this goes alone; 0 turns fusion off."},
       {"KOLO_CACHE_CAPACITY", "1024",
@@ -156,6 +160,7 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   Config c;
   Parser p(lookup);
   p.non_negative_double("KOLO_CYCLE_TIME_MS", &c.cycle_time_ms);
+  p.non_negative_int("KOLO_DEVICE_GROUPS_IN_FLIGHT", &c.device_groups_in_flight);
   p.non_negative_int("KOLO_FUSION_THRESHOLD_BYTES", &c.fusion_threshold_bytes);
   p.non_negative_int("KOLO_CACHE_CAPACITY", &c.cache_capacity);
   p.text("KOLO_TIMELINE", &c.timeline_path);

@@ -14,6 +14,8 @@ namespace kolo {
 
 struct Config {
   double cycle_time_ms = 1.0;
+  // With this many GPU groups still on kolo's stream, a cycle waits for one to end (0: never).
+  int64_t device_groups_in_flight = 2;
   int64_t fusion_threshold_bytes = 64ll << 20;
   int64_t cache_capacity = 1024;
   std::string timeline_path;  // empty: no timeline

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -137,6 +138,25 @@ void Engine::wait_between_cycles(double seconds) {
   }
 }
 
+void Engine::hold_while_device_is_full() {
+  // GPU groups run one after another on kolo's stream. A cycle started while `full` of them are
+  // still there could only queue another behind them; waiting until one ends lets what becomes
+  // ready meanwhile fuse into one group instead of many small ones, each paying a collective's
+  // latency (milliseconds for NCCL over sockets). Cycles are collective, so every rank waits for
+  // the slowest and the groups agree. Bounded, so that CPU ops and stall checks wait little.
+  const size_t full = static_cast<size_t>(config_.device_groups_in_flight);
+  if (full == 0 || executor_.running() < full) return;
+  constexpr double kMostSeconds = 0.05, kFirstNap = 10e-6, kLongestNap = 250e-6;
+  const double until = steady_seconds() + kMostSeconds;
+  double nap = kFirstNap;
+  while (executor_.running() >= full && !stop_requested_ && steady_seconds() < until) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(nap));
+    const size_t before = executor_.running();
+    executor_.poll();
+    nap = executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
+  }
+}
+
 void Engine::loop() {
   // A process set's engine counts ranks within the set: its messages name job ranks and the set.
   RankLabels labels(topology_.job_ranks,
@@ -150,6 +170,7 @@ void Engine::loop() {
   double wait = cycle_seconds;
   while (true) {
     wait_between_cycles(wait);
+    hold_while_device_is_full();
     switch_timeline();
     CycleResult result;
     Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result);

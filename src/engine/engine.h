@@ -64,6 +64,7 @@ class Engine {
   void hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles);
   // Until the next cycle is due (or an op arrives), polling device work's completions meanwhile.
   void wait_between_cycles(double seconds);
+  void hold_while_device_is_full();
   void fail_all(const std::string& why, StatusCode code);
 
   // How long a stopping engine waits for work still running on a device before aborting it.
