@@ -54,6 +54,35 @@ def test_matches_one_process_on_full_batches(name, passes, rank, size):
         assert torch.allclose(p, q, atol=1e-5, rtol=0), (n, (p - q).abs().max().item())
 
 
+@pytest.mark.parametrize("groups", [3, "lists"])
+def test_groups_reduce_together_and_match_one_process(groups, rank, size):
+    # A model of 7 parameters: num_groups=3 splits them as Horovod does (3 + 2 + 2, consecutive); a
+    # list of lists makes a group of each, the rest alone. Grouping decides only what is reduced
+    # together: the weights are the one-process reference's.
+    def seven():
+        torch.manual_seed(1234)
+        return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 8), torch.nn.Tanh(),
+                                   torch.nn.Linear(8, 3, bias=False), torch.nn.Linear(3, 3))
+    batch = 12 * size
+    data = batches(6, batch)
+    reference = seven()
+    train(reference, torch.optim.SGD(reference.parameters(), lr=0.1), data, 1)
+    model = seven()
+    params = list(model.parameters())
+    assert len(params) == 7
+    spec = groups if groups == 3 else [[params[0], params[3]], [params[6]]]
+    optimizer = kolo.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                          named_parameters=model.named_parameters(), groups=spec)
+    sizes = sorted({id(g): len(g) for g in optimizer._group_of.values()}.values(), reverse=True)
+    assert sizes == ([3, 2, 2] if groups == 3 else [2, 1])
+    if groups == 3:
+        assert [p for p in params if len(optimizer._group_of[p]) == 3] == params[:3]
+    per_rank = batch // size
+    train(model, optimizer, data, 1, shard=slice(rank * per_rank, (rank + 1) * per_rank))
+    for (n, p), q in zip(model.named_parameters(), reference.parameters()):
+        assert torch.allclose(p, q, atol=1e-5, rtol=0), (n, (p - q).abs().max().item())
+
+
 def test_fp16_compression_and_predivide_stay_close(rank, size):
     batch = 8 * size
     data = batches(4, batch)

@@ -23,6 +23,16 @@ SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM = range(6)
 UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT16, BOOL, UINT16 = range(11)
 CPU, CUDA = 0, 1
 
+def split_list(items, count):
+    """Horovod's split of `items` into `count` consecutive groups of near-equal size (the first
+    len % count one longer), as its optimizers' num_groups does; fewer groups when fewer items."""
+    count = min(count, len(items))
+    if count <= 0:
+        return []
+    size, extra = divmod(len(items), count)
+    return [items[k * size + min(k, extra):(k + 1) * size + min(k + 1, extra)] for k in range(count)]
+
+
 def op_of(op, average, default=AVERAGE):
     """Horovod's rule for the reduce op: `average` is its older spelling of op (True: Average, False:
     Sum); giving both is an error."""

@@ -3,7 +3,7 @@ gradient() returns the gradients reduced across ranks (averaged by default): eve
 allreduce is enqueued as soon as it is asked for, and kolo fuses them into few collectives."""
 import tensorflow as tf
 
-from kolo import _process_sets
+from kolo import _core, _process_sets
 from kolo._process_sets import global_process_set
 from kolo.tensorflow import collectives
 from kolo.tensorflow.compression import Compression
@@ -96,14 +96,7 @@ def _split(shared, groups):
     if not groups:
         return [[entry] for entry in shared]
     if isinstance(groups, int):
-        count = min(groups, len(shared))
-        size, extra = divmod(len(shared), count) if count else (0, 0)
-        out, start = [], 0
-        for k in range(count):
-            end = start + size + (1 if k < extra else 0)
-            out.append(shared[start:end])
-            start = end
-        return out
+        return _core.split_list(shared, groups)
     by_source = {id(source): (i, g, source) for i, g, source in shared}
     out = []
     for variables in groups:

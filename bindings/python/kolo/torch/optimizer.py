@@ -185,14 +185,14 @@ class _DistributedOptimizer:
 
 def _groups_of(groups, all_params):
     """Horovod's `groups`: lists of parameters whose gradients are reduced together, once all of them
-    are ready (an int: that many groups of consecutive parameters). Each parameter -> its group."""
+    are ready (an int: that many groups of consecutive parameters, near-equal in size as Horovod splits
+    them). Each parameter -> its group."""
     if groups is None or groups == 0:
         return {}
     if isinstance(groups, int):
         if groups < 0:
             raise ValueError("num_groups must be positive, got %d" % groups)
-        size = -(-len(all_params) // groups)
-        groups = [all_params[i:i + size] for i in range(0, len(all_params), size)]
+        groups = _core.split_list(all_params, groups)
     known = set(all_params)
     group_of = {}
     for group in groups:
