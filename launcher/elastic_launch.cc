@@ -192,7 +192,8 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     if (r < 0 && errno != EINTR) return W_EXITCODE(1, 0);  // not ours to wait for: cannot happen
     // The survivors of a lost peer end at once; mpirun may still wait for its daemon on a host that
     // cannot be reached (a cut link), forever. Past a grace period kolorun ends it: SIGTERM, then SIGKILL.
-    if (errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds) {
+    // In place, the survivors go on without the lost peer: nothing to end.
+    if (!o.in_place && errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds) {
       if (ending_since == 0) {
         say() << "the job has not ended " << kLostPeerGraceSeconds
               << " s after a peer was lost (a host cut off?); ending mpirun\n";
@@ -283,6 +284,8 @@ MpirunCommand attempt_command(const LaunchOptions& options, const Machine& machi
   o.settings.emplace_back("KOLO_ELASTIC", "1");
   o.settings.emplace_back("KOLO_ELASTIC_JOB_ID", job_id);
   o.settings.emplace_back("KOLO_ELASTIC_ATTEMPT", std::to_string(attempt));
+  // In place, the survivors themselves find that too few are left (kolo.elastic ends the attempt).
+  if (o.in_place) o.settings.emplace_back("KOLO_ELASTIC_MIN_NP", std::to_string(std::max(1, o.min_np)));
   return build_mpirun_command(o, machine);
 }
 

@@ -67,6 +67,10 @@ int main(int argc, char** argv) {
                                            : "mpirun not found on PATH: install Open MPI (Debian: apt-get "
                                              "install openmpi-bin)");
   }
+  if (options.in_place && !options.dry_run) {
+    const std::string refusal = in_place_refusal(machine.mpirun, mpirun_version(machine.mpirun));
+    if (!refusal.empty()) return fail(refusal);
+  }
   machine.is_root = geteuid() == 0;
   machine.hostname = this_hostname();
   machine.env_names = environment_names();

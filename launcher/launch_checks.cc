@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -42,6 +43,18 @@ std::string find_mpirun() {
     if (executable(candidate)) return candidate;
   }
   return "";
+}
+
+std::string mpirun_version(const std::string& mpirun) {
+  const std::string command = shell_join({mpirun, "--version"}) + " 2>/dev/null";
+  FILE* out = popen(command.c_str(), "r");
+  if (out == nullptr) return "";
+  char line[256] = {0};
+  const bool got = std::fgets(line, sizeof line, out) != nullptr;
+  pclose(out);
+  std::string text = got ? line : "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
 }
 
 std::vector<std::string> unreachable_hosts(const std::vector<Host>& hosts, const std::string& hostname,

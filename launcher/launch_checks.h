@@ -13,6 +13,9 @@ namespace launcher {
 // The mpirun to use: $KOLO_MPIRUN if set, else the first on PATH; empty if none.
 std::string find_mpirun();
 
+// The first line `mpirun --version` prints ("mpirun (Open MPI) 5.0.11"); empty if it printed none.
+std::string mpirun_version(const std::string& mpirun);
+
 // Runs `agent host true` (agent: ssh in batch mode, or --rsh-agent) for every host that is not
 // this one, all at once; returns one message per host that failed or did not answer in time.
 std::vector<std::string> unreachable_hosts(const std::vector<Host>& hosts, const std::string& hostname,

@@ -81,6 +81,8 @@ const char* usage() {
          "  --reset-limit N                   elastic: restarts allowed after failures (default: no limit)\n"
          "  --discovery-interval SECONDS      elastic: how often to run the script (default 1)\n"
          "  --blacklist-after N               elastic: leave out a host blamed for N failures (default 2; 0: never)\n"
+         "  --in-place                        elastic, in place: survivors of a lost rank go on without it (needs\n"
+         "                                    Open MPI 5 with ULFM as mpirun, e.g. KOLO_MPIRUN=venv/bin/mpirun)\n"
          "  --mpi-args \"...\"                  passed to mpirun as they are\n"
          "  -h, --help                        this text\n";
 }
@@ -339,6 +341,8 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
         return false;
       }
       o->discovery_script = v;
+    } else if (a == "--in-place") {
+      o->in_place = true;
     } else if (a == "--elastic-timeout") {
       if (!seconds(a, true, &o->elastic_timeout_seconds)) return false;
       elastic_only = elastic_only.empty() ? a : elastic_only;
@@ -393,7 +397,7 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     return false;
   }
   if (!elastic_only.empty() && !o->elastic()) {
-    *error = elastic_only + " is for elastic mode: add --min-np, --max-np or --host-discovery-script";
+    *error = elastic_only + " is for elastic mode: add --min-np, --max-np, --host-discovery-script or --in-place";
     return false;
   }
   if (o->num_proc == 0 && !o->elastic()) {

@@ -45,7 +45,10 @@ struct LaunchOptions {
   int reset_limit = -1;              // restarts allowed after failures; -1: no limit
   double discovery_interval_seconds = 1.0; // how often the script runs
   int blacklist_after = 2;           // failures blamed on one host before it is left out; 0: never
-  bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty(); }
+  // --in-place: a lost rank is cut out of the running job (Open MPI 5's ULFM) instead of ending the
+  // attempt; turns elastic mode on.
+  bool in_place = false;
+  bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty() || in_place; }
 };
 
 // Parses argv[1..]. On error returns false with a message meant for the user in `error`.

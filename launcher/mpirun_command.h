@@ -36,6 +36,10 @@ bool is_local_host(const std::string& host, const std::string& hostname);
 // "a:2,b:1", as -H takes them.
 std::string host_list_text(const std::vector<Host>& hosts);
 
+// Why `mpirun` (whose --version says `version_line`) cannot run an --in-place job: it is not Open
+// MPI 5 or later, the first with ULFM. Empty when it can.
+std::string in_place_refusal(const std::string& mpirun, const std::string& version_line);
+
 // For printing: each word quoted when a shell would need it.
 std::string shell_join(const std::vector<std::string>& words);
 // For printing: "NAME=VALUE ... mpirun ...", the environment it gets, then the command.

@@ -328,10 +328,10 @@ const char* kolo_build_summary(void) {
     s += line(b.cuda, "CUDA   ", b.cuda ? b.cuda_version : "not built in");
     s += line(b.nccl, "NCCL   ", b.nccl ? b.nccl_version + " (collectives on GPU tensors)" : "not built in");
     if (b.cuda) s += "  here: " + b.gpus + "\n";
-    // Elastic training (kolo.torch.elastic) runs by restarting from the last commit under an elastic
-    // kolorun, with any MPI; in place (survivors shrinking their communicators) is not built yet.
+    // Elastic training runs by restarting from the last commit under an elastic kolorun, with any MPI;
+    // in place (survivors shrinking their communicators) where the MPI has ULFM.
     s += line(true, "Elastic", " by restart from the last commit (kolorun --min-np/--max-np/--host-discovery-script)");
-    s += line(b.mpi_ulfm, "ULFM   ", b.mpi_ulfm ? "this MPI has it: under mpirun --with-ft ulfm a lost peer is survived in place"
+    s += line(b.mpi_ulfm, "ULFM   ", b.mpi_ulfm ? "this MPI has it: under kolorun --in-place (mpirun --with-ft ulfm) a lost peer is survived in place"
                                                     : "this MPI has none: a lost peer ends the job (kolorun's elastic mode restarts it)");
     return s;
   }();

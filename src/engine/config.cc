@@ -14,7 +14,7 @@ namespace kolo {
 // Variables kolorun and the bindings use that are not engine settings: no "unknown setting" warning.
 static bool set_by_launcher(const std::string& name) {
   static const std::set<std::string> names = {"KOLO_ELASTIC", "KOLO_ELASTIC_JOB_ID", "KOLO_ELASTIC_ATTEMPT",
-                                              "KOLO_ELASTIC_COMMIT_DIR", "KOLO_MPIRUN"};
+                                              "KOLO_ELASTIC_COMMIT_DIR", "KOLO_ELASTIC_MIN_NP", "KOLO_MPIRUN"};
   return names.count(name) > 0;
 }
 

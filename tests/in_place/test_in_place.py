@@ -54,6 +54,23 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
 
 
+def start_kolorun_job(tmp_path, event, *options):
+    """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN."""
+    from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
+    env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
+               ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:2",
+               ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+    out = tmp_path / "weights.pt"
+    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", "3", *options]
+    for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
+        cmd += ["-x", name]
+    cmd += [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
+            "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
+    log = open(tmp_path / "job.log", "w+")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
+
+
 def finish(job, log, until=(), timeout=120):
     """Waits for the job to end (or for every line of `until` in its output); its output. A job that
     does not is ended, every rank with it, and the test fails."""
@@ -112,6 +129,26 @@ def test_a_killed_rank_is_cut_out_in_place(tmp_path):
     assert job.returncode == 0, text
     check_in_place(text, out)
     print("killed: training again %.3f s after the kill" % seconds_to_recover(text))
+
+
+def test_kolorun_in_place_starts_the_job_and_keeps_it_going(tmp_path):
+    # kolorun --in-place puts ULFM's options on Open MPI 5's mpirun and, unlike its restart path, does
+    # not end the job when a rank's peer watch reports the lost peer: the survivors go on in place.
+    job, log, out = start_kolorun_job(tmp_path, "0:2:10:die", "--min-np", "2")
+    text = finish(job, log)
+    assert job.returncode == 0, text
+    check_in_place(text, out)
+    assert "restarting" not in text, text
+
+
+def test_kolorun_in_place_with_fewer_than_min_np_left_ends_the_attempt(tmp_path):
+    # --min-np 3: the 2 survivors end the attempt, saying why; --reset-limit 0 then ends the job.
+    job, log, out = start_kolorun_job(tmp_path, "0:2:10:die", "--min-np", "3", "--reset-limit", "0")
+    text = finish(job, log)
+    assert job.returncode != 0, text
+    assert "kolo.elastic: 2 ranks left in place, fewer than --min-np 3; ending this attempt" in text, text
+    assert "kolorun: --reset-limit 0 reached; ending the job" in text, text
+    assert not out.exists()
 
 
 def test_a_frozen_rank_is_cut_out_in_place(tmp_path):

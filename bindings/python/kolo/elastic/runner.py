@@ -105,11 +105,15 @@ def _peers_failed(error):
     return isinstance(error, PeersFailedError) or _PEERS_FAILED_WORDS in str(error)
 
 
+def _min_np():
+    """kolorun --in-place's --min-np: fewer survivors end the attempt."""
+    return int(os.environ.get("KOLO_ELASTIC_MIN_NP", "1"))
+
+
 def _run_in_place(func, state, args, kwargs):
     """ULFM on (Open MPI 5, mpirun --with-ft ulfm): a lost peer is cut out in place. The survivors'
     ops fail with PeersFailedError; each rolls back to its last commit, kolo shrinks the job to them,
-    they take rank 0's state and go on, no process restarted."""
-    state.sync()
+    they take rank 0's state and go on, no process restarted. The state is synced already."""
     while True:
         try:
             return func(state, *args, **kwargs)
@@ -124,6 +128,11 @@ def _run_in_place(func, state, args, kwargs):
                   "(restore, shrink, restart and sync: %.3f s)" % (before[0], before[1], e, _core.rank(), _core.size(),
                                                                  state._commit_number, time.perf_counter() - start),
                   file=sys.stderr, flush=True)
+            if _core.size() < _min_np():
+                # Every survivor sees the same size: all end the attempt, and an elastic kolorun
+                # restarts the job from the last commit once --min-np slots are there.
+                raise KoloError("kolo.elastic: %d ranks left in place, fewer than --min-np %d; ending this attempt"
+                                % (_core.size(), _min_np()), _core.ABORTED)
             state.on_reset()
 
 
@@ -132,19 +141,22 @@ def run_fn(func):
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
-        if _core.in_place_recovery():
-            return _run_in_place(func, state, args, kwargs)
+        in_place = _core.in_place_recovery()
         if not is_elastic_launch():
+            state.sync()
+            if in_place:
+                return _run_in_place(func, state, args, kwargs)
             # No launcher to re-form the job: commits and restore() work in memory, and a lost peer
             # ends the job with kolo's error, as without elastic.
-            state.sync()
             return func(state, *args, **kwargs)
         signal.signal(signal.SIGUSR1, _on_hosts_changed)
         _resume(state)
         if _attempt() > 0:
             state.on_reset()
         try:
-            result = func(state, *args, **kwargs)
+            # kolorun --in-place: failures are survived in place; the restart path remains for new
+            # hosts and for a job left with fewer than --min-np ranks.
+            result = _run_in_place(func, state, args, kwargs) if in_place else func(state, *args, **kwargs)
         except HostsUpdatedInterrupt:
             # Every rank agreed at a commit (check_host_updates): kolorun restarts the job on the new
             # hosts, from that commit.
