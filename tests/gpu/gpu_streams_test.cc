@@ -112,6 +112,16 @@ TEST(GpuErrors, RanksDisagreeingFailOnEveryRank) {
   EXPECT_NE(s.message().find("Mismatched device for tensor 'device.disagree'"), std::string::npos) << s.message();
 }
 
+// The timeline this rank wrote for `path` (its %r replaced by the rank, the name in *file).
+std::string rank_trace(const std::string& path, std::string* file) {
+  *file = path;
+  file->replace(file->find("%r"), 2, std::to_string(rank()));
+  std::ifstream in(*file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 TEST(GpuTimeline, DevicePhasesAreInTheTrace) {
   const std::string path = "/tmp/kolo_gpu_timeline_" + std::to_string(rank()) + "_%r.json";
   {
@@ -124,12 +134,8 @@ TEST(GpuTimeline, DevicePhasesAreInTheTrace) {
     }
     for (Handle& h : handles) ASSERT_TRUE(wait(h).ok());
   }
-  std::string file = path;
-  file.replace(file.find("%r"), 2, std::to_string(rank()));
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string trace = text.str();
+  std::string file;
+  const std::string trace = rank_trace(path, &file);
   for (const char* phase : {"\"NEGOTIATE\"", "\"PACK\"", "\"COLLECTIVE\"", "\"UNPACK\""}) {
     EXPECT_NE(trace.find(phase), std::string::npos) << phase << " missing from " << file;
   }
@@ -172,12 +178,8 @@ TEST(GpuFusion, TensorsReadyWhileTwoGroupsRunGoAsOneGroup) {
     }
     testing::sync_stream(consumer.get());
   }
-  std::string file = path;
-  file.replace(file.find("%r"), 2, std::to_string(rank()));
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string trace = text.str();
+  std::string file;
+  const std::string trace = rank_trace(path, &file);
   // Each tensor is a process of the trace ({"name":"process_name",...,"pid":P,"args":{"name":N}});
   // its COLLECTIVE event says how many tensors its group fused.
   for (int t = 0; t < kTensors; ++t) {
