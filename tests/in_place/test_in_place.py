@@ -151,6 +151,31 @@ def test_kolorun_in_place_with_fewer_than_min_np_left_ends_the_attempt(tmp_path)
     assert not out.exists()
 
 
+def test_in_place_across_three_emulated_hosts(tmp_path):
+    # 3 hosts x 1 rank (tests/cluster/cluster.sh: network namespaces, as root), started by kolorun
+    # --in-place: the third host's rank is killed before step 10; the other hosts' ranks go on in place
+    # and the job ends (MPI_Finalize's fence would wait for the lost rank across hosts: kolo skips it
+    # once a peer has failed).
+    from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
+    out = tmp_path / "weights.pt"
+    command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:1,/g"):1; timeout 150 {kolorun} --in-place --min-np 2 -np 3 '
+               '-H $H --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET -x ELASTIC_TEST_EVENT '
+               '-x ELASTIC_TEST_HOSTS_FILE -x ELASTIC_TEST_HOSTS_AFTER {python} {program} --epochs {epochs} '
+               '--batch-size {batch} --commit-every {every} --lr {lr} --out {out}'
+               .format(kolorun=BUILD / "bin" / "kolorun", python=sys.executable, program=PROGRAM, epochs=EPOCHS,
+                       batch=BATCH, every=COMMIT_EVERY, lr=LR, out=out))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
+    env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, ELASTIC_TEST_EVENT="0:2:10:die",
+               ELASTIC_TEST_HOSTS_AFTER="none:1", ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+    job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", "3", "--", "sh", "-c", command],
+                         capture_output=True, text=True, env=env, timeout=240)
+    if job.returncode == 77:
+        pytest.skip(job.stderr.strip().splitlines()[-1])
+    text = job.stdout + job.stderr
+    assert job.returncode == 0, text[-4000:]
+    check_in_place(text, out)
+
+
 def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     # SIGSTOP: kolo's peer watch (3 s) and ULFM's detector (4 s) find it; the survivors shrink it out.
     # The frozen process itself stays (nothing can end a stopped process on another host): mpirun

@@ -21,6 +21,7 @@ struct Registry {
   std::vector<MPI_Comm> comms;
   std::function<void(const std::string&)> hook;
   bool reported = false;
+  bool survived = false;  // some failure was reported to the hook: this process outlived a peer
   int hooks_running = 0;
   std::condition_variable hooks_done;
 };
@@ -106,6 +107,12 @@ bool surviving_peer_failures() {
   return static_cast<bool>(r.hook);
 }
 
+bool outlived_a_peer() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.survived;
+}
+
 void report_peer_failure(const std::string& what) {
   Registry& r = registry();
   std::function<void(const std::string&)> hook;
@@ -113,6 +120,7 @@ void report_peer_failure(const std::string& what) {
     std::lock_guard<std::mutex> lock(r.mu);
     if (r.reported || !r.hook) return;
     r.reported = true;
+    r.survived = true;
 #if defined(MPIX_ERR_PROC_FAILED)
     // Every survivor's calls on these return now, wherever they wait (negotiation, data, a host's
     // or the hosts' communicator, the peer watch): none is left waiting on the lost rank.

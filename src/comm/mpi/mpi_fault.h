@@ -40,6 +40,8 @@ void untrack_comm(MPI_Comm comm);
 // Without one, a failed peer is an MPI error like any other.
 void set_peer_failure_hook(std::function<void(const std::string& what)> hook);
 bool surviving_peer_failures();
+// Whether this process has survived a peer's failure in place (since it started).
+bool outlived_a_peer();
 // The failure a call reported: revokes every tracked communicator and calls the hook, the first
 // time since the last recovery. `what` names the call.
 void report_peer_failure(const std::string& what);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
 
 namespace kolo {
@@ -67,7 +68,9 @@ void mpi_finalize_if_owned(const MpiRuntime& runtime) {
   if (!runtime.initialized_by_kolo) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  // After a peer's failure survived in place, MPI_Finalize's fence waited forever for the lost rank
+  // when the job spanned hosts (Open MPI 5.0.11, ULFM on); mpirun ends the job as well without it.
+  if (!finalized && !outlived_a_peer()) MPI_Finalize();
 }
 
 }  // namespace kolo
