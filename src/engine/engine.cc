@@ -116,11 +116,20 @@ void Engine::switch_timeline() {
   timeline_cv_.notify_all();
 }
 
+namespace {
+// Device work is polled in naps that start short and double, so a waiter hears of a collective that
+// took tens of microseconds within about as long, and one that takes milliseconds costs a few wakeups.
+constexpr double kFirstNap = 10e-6, kLongestNap = 250e-6;
+}  // namespace
+
+double Engine::poll_device_work(double nap) {
+  const size_t before = executor_.running();
+  executor_.poll();
+  return executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
+}
+
 void Engine::wait_between_cycles(double seconds) {
-  // While device work runs, its completions are polled in naps that start short and double, so a
-  // waiter hears of a collective that took tens of microseconds within about as long, and one that
-  // takes milliseconds costs a few wakeups, without a negotiation round each time.
-  constexpr double kFirstNap = 10e-6, kLongestNap = 250e-6;
+  // While device work runs, its completions are polled without a negotiation round each time.
   const double until = steady_seconds() + seconds;
   double nap = kFirstNap;
   while (true) {
@@ -132,9 +141,7 @@ void Engine::wait_between_cycles(double seconds) {
       return;
     }
     if (queue_.wait_for_work(std::min(nap, left))) return;
-    const size_t before = executor_.running();
-    executor_.poll();
-    nap = executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
+    nap = poll_device_work(nap);
   }
 }
 
@@ -146,14 +153,12 @@ void Engine::hold_while_device_is_full() {
   // the slowest and the groups agree. Bounded, so that CPU ops and stall checks wait little.
   const size_t full = static_cast<size_t>(config_.device_groups_in_flight);
   if (full == 0 || executor_.running() < full) return;
-  constexpr double kMostSeconds = 0.05, kFirstNap = 10e-6, kLongestNap = 250e-6;
+  constexpr double kMostSeconds = 0.05;
   const double until = steady_seconds() + kMostSeconds;
   double nap = kFirstNap;
   while (executor_.running() >= full && !stop_requested_ && steady_seconds() < until) {
     std::this_thread::sleep_for(std::chrono::duration<double>(nap));
-    const size_t before = executor_.running();
-    executor_.poll();
-    nap = executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
+    nap = poll_device_work(nap);
   }
 }
 

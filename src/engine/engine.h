@@ -65,6 +65,8 @@ class Engine {
   // Until the next cycle is due (or an op arrives), polling device work's completions meanwhile.
   void wait_between_cycles(double seconds);
   void hold_while_device_is_full();
+  // Ends the device work that has ended; the next nap: the first again if some did, else doubled.
+  double poll_device_work(double nap);
   void fail_all(const std::string& why, StatusCode code);
 
   // How long a stopping engine waits for work still running on a device before aborting it.
