@@ -289,19 +289,20 @@ Status Runtime::open_world() {
   // Called with mu_ held, MPI initialized.
   if (world_ != MPI_COMM_NULL) return Status::OK();
   std::string why_not;
-  in_place_ = ulfm_enabled() && transports_survive_failures(&why_not);
+  const bool transports_survive = transports_survive_failures(&why_not);
+  not_in_place_.clear();
   if (!ulfm_built()) {
     not_in_place_ = "this MPI has no ULFM (Open MPI 5 has it)";
   } else if (!ulfm_enabled()) {
     not_in_place_ = "this job runs without ULFM's fault tolerance (start it with mpirun --with-ft ulfm --mca btl "
                     "tcp,self)";
-  } else if (!in_place_) {
+  } else if (!transports_survive) {
     not_in_place_ = "ULFM is on, but " + why_not;
     int world_rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     if (world_rank == 0) KOLO_LOG(kWarning, not_in_place_ << "; until then a lost peer ends the job");
   }
-  if (!in_place_) {
+  if (!not_in_place_.empty()) {
     world_ = MPI_COMM_WORLD;
     return Status::OK();
   }
@@ -314,7 +315,7 @@ Status Runtime::open_world() {
 
 bool Runtime::in_place() {
   std::lock_guard<std::mutex> lock(mu_);
-  return in_place_;
+  return not_in_place_.empty();
 }
 
 void Runtime::peers_failed(const std::string& what) {
@@ -336,7 +337,7 @@ bool Runtime::failed_in_place() {
 Status Runtime::recover_in_place() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!in_place_) return Status::Unsupported("recover_in_place: " + not_in_place_);
+    if (!not_in_place_.empty()) return Status::Unsupported("recover_in_place: " + not_in_place_);
   }
   const double start = steady_seconds();
   wait_for_failure_hooks();  // every op in flight has been failed, every engine abandoned

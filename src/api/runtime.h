@@ -140,8 +140,8 @@ class Runtime {
   // The job's communicator: MPI_COMM_WORLD, or with ULFM on a duplicate of it that recovery
   // replaces with its survivors.
   MPI_Comm world_ = MPI_COMM_NULL;
-  bool in_place_ = false;
-  std::string not_in_place_;  // why a lost peer is not survived in place
+  // Why a lost peer is not survived in place; empty: it is (ULFM on, transports that survive).
+  std::string not_in_place_ = "kolo has not started";
   Status peers_failed_;  // not OK from a peer's failure (in place) until recovery
   Settings overrides_;   // init()'s, for recovery
   std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
