@@ -124,3 +124,24 @@ def test_a_peers_failure_is_told_apart_whatever_the_framework_raises(rank):
     else:
         raise AssertionError("recover_in_place without ULFM did not raise")
     assert _core.is_initialized()
+
+
+def test_restoring_the_state_forgets_a_failed_steps_allreduces(rank, size):
+    # In place, a peer's failure may raise out of backward (in a gradient's hook) with some of the
+    # step's allreduces already started: restore() must wait for those and forget them, so that the
+    # rolled-back step's zero_grad() and step() run as in any other step.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1, bias=False)
+    optimizer = kolo.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                          named_parameters=model.named_parameters())
+    state = kolo.elastic.TorchState(model, optimizer)
+    state.commit()
+    start = model.weight.detach().clone()
+    model(torch.full((1, 2), float(rank + 1))).sum().backward()  # the step the failure cut short
+    assert optimizer._handles
+    state.restore()
+    optimizer.zero_grad()  # raised "allreduces are still in flight" before restore() forgot them
+    model(torch.full((1, 2), float(rank + 1))).sum().backward()
+    optimizer.step()
+    # The average of the ranks' gradients (rank + 1 each): (size + 1) / 2, taken once.
+    assert torch.equal(model.weight.detach(), start - (size + 1) / 2.0)

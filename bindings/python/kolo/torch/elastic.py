@@ -153,6 +153,13 @@ class _ModuleHandler(_Handler):
 
 
 class _OptimizerHandler(_Handler):
+    def restore(self):
+        # A DistributedOptimizer may hold the failed step's allreduces (backward raised in a hook).
+        abandon = getattr(self.value, "_abandon_in_flight", None)
+        if abandon is not None:
+            abandon()
+        super().restore()
+
     def sync(self, name, root):
         functions.broadcast_optimizer_state(self.value, root_rank=root)
 

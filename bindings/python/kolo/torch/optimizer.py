@@ -157,6 +157,22 @@ class _DistributedOptimizer:
         if error is not None:
             raise error
 
+    def _abandon_in_flight(self):
+        """After a failed step (a peer lost: backward's hooks or synchronize() raised), forgets the
+        step's allreduces, waiting for each so none is left in the engine, and their results: the
+        state is being restored to a commit, and zero_grad() must not take them for a step in flight."""
+        for handle, _, _ in self._handles.values():
+            if handle is not None:
+                try:
+                    mpi_ops.synchronize(handle)
+                except Exception:  # noqa: BLE001 - the failure is what is being recovered from
+                    pass
+        self._handles.clear()
+        self._ready.clear()
+        self._densified.clear()
+        self._delay = {p: self._passes for p in self._delay}
+        self._synchronized = False
+
     @contextlib.contextmanager
     def skip_synchronize(self):
         """For step() after an explicit synchronize() (to clip gradients in between, say)."""
