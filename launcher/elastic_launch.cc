@@ -20,6 +20,7 @@
 
 #include "failure_blame.h"
 #include "host_discovery.h"
+#include "survivor_exits.h"
 
 namespace kolo {
 namespace launcher {
@@ -27,6 +28,9 @@ namespace {
 
 // How long mpirun may outlive a peer watch's report of a lost rank before kolorun ends it.
 constexpr double kLostPeerGraceSeconds = 10;
+// How long mpirun may outlive the last survivor's exit, in place, before kolorun ends it (it is
+// waiting for a lost process that will not end: frozen, or on a host cut off).
+constexpr double kSurvivorsGoneGraceSeconds = 3;
 
 // SIGINT and SIGTERM go on to mpirun, which stops every rank; nothing restarts after one.
 volatile sig_atomic_t g_stop_signal = 0;
@@ -114,6 +118,7 @@ struct ErrorWatch {
   std::string line;
   std::set<std::string> blamed;
   double peer_lost_at = 0;  // when a rank's peer watch first reported a lost peer
+  SurvivorExits survivors;  // in place: the survivors of a lost peer that said they exit
 
   // Reads what is there without blocking; false once mpirun's side is closed.
   bool pump() {
@@ -133,6 +138,7 @@ struct ErrorWatch {
           const Blame blame = blamed_host(line, &host);
           if (blame != Blame::kNone) blamed.insert(host);
           if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
+          survivors.read(line);
           line.clear();
         }
         continue;
@@ -180,6 +186,8 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   bool asked = false;
   bool open = true;
   double ending_since = 0;  // when kolorun began ending an attempt that outlived a lost peer
+  double survivors_gone_at = 0;  // in place: when the last survivor said it exits
+  bool ending_for_survivors = false;
   double next = now() + o.discovery_interval_seconds;
   int status = 0;
   for (;;) {
@@ -187,16 +195,28 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
       if (open) errors->pump();  // what mpirun wrote last
-      return status;
+      // Ended by kolorun after the survivors: theirs is the job's status, not mpirun's.
+      return ending_for_survivors ? W_EXITCODE(errors->survivors.status(), 0) : status;
     }
     if (r < 0 && errno != EINTR) return W_EXITCODE(1, 0);  // not ours to wait for: cannot happen
-    // The survivors of a lost peer end at once; mpirun may still wait for its daemon on a host that
-    // cannot be reached (a cut link), forever. Past a grace period kolorun ends it: SIGTERM, then SIGKILL.
-    // In place, the survivors go on without the lost peer: nothing to end.
-    if (!o.in_place && errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds) {
+    // Two reasons to end mpirun, SIGTERM then SIGKILL. Without --in-place the survivors of a lost peer
+    // end at once, but mpirun may still wait for its daemon on a host that cannot be reached (a cut
+    // link), forever. In place, once every survivor has exited, what mpirun still waits for is a lost
+    // process that will not end (frozen, or on a host cut off): the job is over, with their status.
+    const bool outlived_peer =
+        !o.in_place && errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds;
+    if (o.in_place && survivors_gone_at == 0 && errors->survivors.all_exited()) survivors_gone_at = now();
+    const bool survivors_gone = survivors_gone_at > 0 && now() - survivors_gone_at > kSurvivorsGoneGraceSeconds;
+    if (outlived_peer || survivors_gone) {
       if (ending_since == 0) {
-        say() << "the job has not ended " << kLostPeerGraceSeconds
-              << " s after a peer was lost (a host cut off?); ending mpirun\n";
+        if (survivors_gone) {
+          say() << "every rank left in place has exited (status " << errors->survivors.status()
+                << "); mpirun still waits for a lost one (frozen, or its host cut off): ending mpirun\n";
+        } else {
+          say() << "the job has not ended " << kLostPeerGraceSeconds
+                << " s after a peer was lost (a host cut off?); ending mpirun\n";
+        }
+        ending_for_survivors = survivors_gone;
         kill(pid, SIGTERM);
         ending_since = now();
       } else if (now() - ending_since > 5) {

@@ -54,11 +54,12 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
 
 
-def start_kolorun_job(tmp_path, event, *options):
+def start_kolorun_job(tmp_path, event, *options, peer_timeout=30):
     """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN."""
     from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
     env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
+               KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
                ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:2",
                ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     out = tmp_path / "weights.pt"
@@ -156,12 +157,14 @@ def test_kolorun_in_place_with_fewer_than_min_np_left_ends_the_attempt(tmp_path)
     assert not out.exists()
 
 
-@pytest.mark.parametrize("hosts,slots", [(3, 1), (2, 2)], ids=["3x1", "2x2"])
-def test_in_place_across_emulated_hosts(tmp_path, hosts, slots):
+@pytest.mark.parametrize("hosts,slots,event", [(3, 1, "die"), (2, 2, "die"), (3, 1, "cut")],
+                         ids=["3x1", "2x2", "3x1-link-cut"])
+def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     # Emulated hosts (tests/cluster/cluster.sh: network namespaces, as root), started by kolorun
-    # --in-place: the last rank (on the last host) is killed before step 10; the others go on in place
-    # and the job ends (MPI_Finalize's fence would wait for the lost rank across hosts: kolo skips it
-    # once a peer has failed).
+    # --in-place: the last rank (on the last host) is killed before step 10, or its host's link goes
+    # down for good; the others go on in place and the job ends (MPI_Finalize's fence would wait for the
+    # lost rank across hosts: kolo skips it once a peer has failed; mpirun would wait for the host cut
+    # off: kolorun ends it once every survivor has exited).
     from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
     ranks = hosts * slots
     out = tmp_path / "weights.pt"
@@ -172,7 +175,8 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots):
                .format(slots=slots, ranks=ranks, kolorun=BUILD / "bin" / "kolorun", python=sys.executable,
                        program=PROGRAM, epochs=EPOCHS, batch=BATCH, every=COMMIT_EVERY, lr=LR, out=out))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
-    env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, ELASTIC_TEST_EVENT="0:%d:10:die" % (ranks - 1),
+    env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, ELASTIC_TEST_EVENT="0:%d:10:%s" % (ranks - 1, event),
+               KOLO_PEER_TIMEOUT_SECONDS="3",
                ELASTIC_TEST_HOSTS_AFTER="none:1", ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", str(hosts), "--", "sh", "-c",
                           command], capture_output=True, text=True, env=env, timeout=240)
@@ -181,22 +185,28 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots):
     text = job.stdout + job.stderr
     assert job.returncode == 0, text[-4000:]
     check_in_place(text, out, ranks)
+    if event == "cut":
+        assert "every rank left in place has exited (status 0); mpirun still waits for a lost one" in text, text
+        print("link cut: training again %.3f s after the cut" % seconds_to_recover(text))
 
 
 def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     # SIGSTOP: kolo's peer watch (3 s) and ULFM's detector (4 s) find it; the survivors shrink it out.
-    # The frozen process itself stays (nothing can end a stopped process on another host): mpirun
-    # waits for it, so the test ends it once the survivors are done, as an operator would.
-    job, log, out = start_job(tmp_path, "0:2:10:freeze", peer_timeout=3)
-    text = finish(job, log, until=("ranks 2  steps ", "rank 0 of 2 ends with pid", "rank 1 of 2 ends with pid"))
-    os.kill(pids(text, "starts")[2], signal.SIGKILL)
+    # mpirun would wait for the frozen process forever: kolorun ends it once every survivor has exited.
+    job, log, out = start_kolorun_job(tmp_path, "0:2:10:freeze", "--min-np", "2", peer_timeout=3)
     try:
-        job.wait(timeout=60)
+        text = finish(job, log)
     finally:
-        end_job(job, text)
-    log.seek(0)
-    text = log.read()
+        log.seek(0)
+        started = pids(log.read(), "starts")
+        if 2 in started:
+            try:
+                os.kill(started[2], signal.SIGKILL)  # what the test froze
+            except ProcessLookupError:
+                pass
+    assert job.returncode == 0, text
     check_in_place(text, out)
+    assert "every rank left in place has exited (status 0); mpirun still waits for a lost one" in text, text
     print("frozen: training again %.3f s after the freeze" % seconds_to_recover(text))
 
 

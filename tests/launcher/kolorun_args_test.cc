@@ -7,6 +7,7 @@
 
 #include "elastic_launch.h"
 #include "failure_blame.h"
+#include "survivor_exits.h"
 #include "host_discovery.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
@@ -228,6 +229,23 @@ TEST(KolorunElastic, TheHostAFailureBlames) {
                            "rank 1 (host h2 sent no heartbeat"}) {
     EXPECT_EQ(blamed_host(line, &host), Blame::kNone) << line;
   }
+}
+
+TEST(KolorunElastic, TheSurvivorsInPlaceAreAllGoneOnceEachSaidSo) {
+  SurvivorExits exits;
+  const auto said = [&](const std::string& line) { exits.read(line); };
+  said("kolo: rank 0 of 3, left in place after a peer was lost, exits with status 0");  // an earlier shrink's
+  said("kolo: rank 1 of 2, left in place after a peer was lost, exits with status 0");
+  EXPECT_FALSE(exits.all_exited());
+  for (const char* line : {"kolo: rank 0 of 2, left in place", "kolo: rank 2 of 2, left in place after a peer was lost, "
+                           "exits with status 0", "kolo: rank 0 of 2, left in place after a peer was lost, exits with",
+                           "kolo: rank 0 of 2, left in place after a peer was lost, exits with status 300"}) {
+    said(line);
+    EXPECT_FALSE(exits.all_exited()) << line;
+  }
+  said("[1,0]<stderr>: kolo: rank 0 of 2, left in place after a peer was lost, exits with status 1");
+  EXPECT_TRUE(exits.all_exited());
+  EXPECT_EQ(exits.status(), 1);
 }
 
 TEST(KolorunElastic, RanksPerAttempt) {

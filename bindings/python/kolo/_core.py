@@ -4,6 +4,7 @@ Frameworks describe their tensors as plain tuples (pointer, dtype code, shape, s
 device index, stream) and get results back as byte buffers they wrap without copying.
 """
 import atexit
+import sys
 import threading
 
 try:
@@ -87,6 +88,18 @@ def build_summary():
 
 _lock = threading.Lock()
 _exit_hook = False
+_left_in_place = None  # (rank, size) after the last recover_in_place
+
+
+def _at_exit():
+    _C.shutdown()
+    if _left_in_place is not None:
+        # kolorun --in-place waits for this line from every survivor (launcher/survivor_exits.h): mpirun
+        # itself would wait for the lost process, which never ends if it is frozen or cut off. Python
+        # keeps the exception that ended the script in sys.last_value; a sys.exit(code) it does not tell.
+        status = 1 if getattr(sys, "last_value", None) is not None else 0
+        print("kolo: rank %d of %d, left in place after a peer was lost, exits with status %d"
+              % (_left_in_place + (status,)), file=sys.stderr, flush=True)
 
 
 def init(comm=None, process_sets=None, **settings):
@@ -107,7 +120,7 @@ def init(comm=None, process_sets=None, **settings):
     with _lock:
         if not _exit_hook:
             # Stop kolo's thread before the interpreter (and libraries such as mpi4py) wind down.
-            atexit.register(_C.shutdown)
+            atexit.register(_at_exit)
             _exit_hook = True
     from kolo import _process_sets
     _process_sets.register_at_init(process_sets)
@@ -134,9 +147,11 @@ def recover_in_place():
     sets are gone, as after shutdown()."""
     from kolo import _process_sets
     _process_sets.forget_all()
+    global _left_in_place
     code, message = _C.recover_in_place()
     if code != OK:
         raise error_for(code, message)
+    _left_in_place = (_C.rank(), _C.size())
 
 
 def _checked(value, what):

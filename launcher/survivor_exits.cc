@@ -1,0 +1,40 @@
+#include "survivor_exits.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace kolo {
+namespace launcher {
+
+void SurvivorExits::read(const std::string& line) {
+  const size_t at = line.find("kolo: rank ");
+  if (at == std::string::npos) return;
+  int rank = -1, size = 0, status = -1, end = 0;
+  // %n: the whole phrase matched, not a prefix of it.
+  if (std::sscanf(line.c_str() + at, "kolo: rank %d of %d, left in place after a peer was lost, exits with status %d%n",
+                  &rank, &size, &status, &end) != 3 || end == 0) {
+    return;
+  }
+  if (rank < 0 || size <= 0 || rank >= size || status < 0 || status > 255) return;
+  statuses_[size][rank] = status;
+}
+
+bool SurvivorExits::all_exited() const {
+  for (const auto& sized : statuses_) {
+    if (static_cast<int>(sized.second.size()) == sized.first) return true;
+  }
+  return false;
+}
+
+int SurvivorExits::status() const {
+  for (const auto& sized : statuses_) {
+    if (static_cast<int>(sized.second.size()) != sized.first) continue;
+    int worst = 0;
+    for (const auto& ranked : sized.second) worst = std::max(worst, ranked.second);
+    return worst;
+  }
+  return 0;
+}
+
+}  // namespace launcher
+}  // namespace kolo

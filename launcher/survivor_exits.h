@@ -1,0 +1,28 @@
+// What kolo's survivors of a lost peer say as they exit, in place (kolorun --in-place). mpirun waits
+// for every process it started, also for one frozen by SIGSTOP or on a host cut off, which never end:
+// once every survivor has exited, kolorun ends mpirun itself and reports the survivors' status.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace kolo {
+namespace launcher {
+
+// Each survivor prints, as it exits (bindings/python/kolo/_core.py):
+//   "kolo: rank R of N, left in place after a peer was lost, exits with status S"
+class SurvivorExits {
+ public:
+  // Counts the line if it is one of those.
+  void read(const std::string& line);
+  // Every rank of some job size N (the survivors of the last shrink) has said it exits.
+  bool all_exited() const;
+  // The highest status they gave (0 if all ended well).
+  int status() const;
+
+ private:
+  std::map<int, std::map<int, int>> statuses_;  // size -> rank -> status
+};
+
+}  // namespace launcher
+}  // namespace kolo
