@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <numeric>
 
 namespace bench {
 namespace {
@@ -27,8 +26,8 @@ kolo::Status make_seam_peer(kolo::DeviceBackend& backend, int ordinal, std::uniq
   kolo::CommMembers members;
   MPI_Comm_rank(MPI_COMM_WORLD, &members.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &members.size);
-  members.job_ranks.resize(static_cast<size_t>(members.size));
-  std::iota(members.job_ranks.begin(), members.job_ranks.end(), 0);
+  const MPI_Comm world = MPI_COMM_WORLD;
+  members.mpi_comm = &world;
   // Rank 0 makes the id and sends it; a length of -1 says it could not, so no rank waits for it.
   kolo::Status made;
   if (members.rank == 0) made = backend.unique_id(&members.id);

@@ -20,7 +20,7 @@
 
 #include "failure_blame.h"
 #include "host_discovery.h"
-#include "survivor_exits.h"
+#include "in_place_reports.h"
 
 namespace kolo {
 namespace launcher {
@@ -119,6 +119,7 @@ struct ErrorWatch {
   std::set<std::string> blamed;
   double peer_lost_at = 0;  // when a rank's peer watch first reported a lost peer
   SurvivorExits survivors;  // in place: the survivors of a lost peer that said they exit
+  int in_place_size = 0;    // in place: the job's size after its last recovery (0: none yet)
 
   // Reads what is there without blocking; false once mpirun's side is closed.
   bool pump() {
@@ -139,6 +140,7 @@ struct ErrorWatch {
           if (blame != Blame::kNone) blamed.insert(host);
           if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
           survivors.read(line);
+          if (const int n = in_place_job_size(line)) in_place_size = n;
           line.clear();
         }
         continue;
@@ -227,9 +229,18 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       rediscover(o, s);
       next = now() + o.discovery_interval_seconds;
       const int slots = total_slots(s->hosts);
-      if (slots > total_slots(started_on) && attempt_num_proc(o, slots, attempt + 1) > num_proc) {
-        say() << "hosts changed (" << hosts_text(started_on) << " -> " << hosts_text(s->hosts)
-              << "): asking the job to restart on them\n";
+      // In place, the job may run on fewer ranks than it started with (lost ones cut out): a slot
+      // that comes back is room to grow into.
+      const int running = errors->in_place_size > 0 ? errors->in_place_size : num_proc;
+      if ((slots > total_slots(started_on) || running < num_proc) && attempt_num_proc(o, slots, attempt + 1) > running) {
+        if (running < num_proc) {
+          say() << "hosts " << hosts_text(s->hosts) << " have room for " << attempt_num_proc(o, slots, attempt + 1)
+                << " ranks while the job runs on " << running << " of its " << num_proc
+                << " (lost ones cut out in place): asking the job to restart on them\n";
+        } else {
+          say() << "hosts changed (" << hosts_text(started_on) << " -> " << hosts_text(s->hosts)
+                << "): asking the job to restart on them\n";
+        }
         kill(pid, SIGUSR1);
         asked = true;
       }

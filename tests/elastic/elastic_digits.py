@@ -6,7 +6,7 @@ hook, from the environment: ELASTIC_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes 
 step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a line
 each (what the discovery script prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"), for "freeze", SIGSTOP itself
 (frozen: kolo's peer watch finds it), for "cut", takes its host's link down for good (emulated hosts
-only); "grow" only adds the hosts.
+only); "grow" only writes the hosts. Several events: ";" between them, and between their hosts after.
 Every rank prints its pid at the start and the end (in place, the survivors' are the same); rank 0 prints
 where each attempt (or, in place, each recovery) starts; at the end it saves the weights to --out and
 prints the test accuracy."""
@@ -44,14 +44,18 @@ model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 sampler = hvd.elastic.ElasticSampler(range(len(x_train)), shuffle=True, seed=1)
 optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
-event = os.environ.get("ELASTIC_TEST_EVENT", "").split(":")
+# Events, ";"-separated, each with its hosts after (ELASTIC_TEST_HOSTS_AFTER, ";"-separated likewise).
+events = [e.split(":") for e in os.environ.get("ELASTIC_TEST_EVENT", "").split(";") if e]
+hosts_after = os.environ.get("ELASTIC_TEST_HOSTS_AFTER", "").split(";")
 attempt = int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
 
 
 def test_event(step):
-    if len(event) == 4 and [int(v) for v in event[:3]] == [attempt, hvd.rank(), step]:
+    for event, hosts in zip(events, hosts_after):
+        if len(event) != 4 or [int(v) for v in event[:3]] != [attempt, hvd.rank(), step]:
+            continue
         with open(os.environ["ELASTIC_TEST_HOSTS_FILE"], "w") as f:
-            f.write(os.environ["ELASTIC_TEST_HOSTS_AFTER"].replace(",", "\n") + "\n")
+            f.write(hosts.replace(",", "\n") + "\n")
         print("event %s at %.3f" % (event[3], time.time()), flush=True)
         if event[3] in ("die", "freeze"):
             os.kill(os.getpid(), signal.SIGKILL if event[3] == "die" else signal.SIGSTOP)

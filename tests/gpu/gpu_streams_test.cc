@@ -2,6 +2,7 @@
 // (a producer still writing when the op is enqueued), a caller's stream can wait for kolo's work
 // instead of the host, device ops in the timeline, and clear errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -123,7 +124,8 @@ std::string rank_trace(const std::string& path, std::string* file) {
 }
 
 TEST(GpuTimeline, DevicePhasesAreInTheTrace) {
-  const std::string path = "/tmp/kolo_gpu_timeline_" + std::to_string(rank()) + "_%r.json";
+  // The pid: suites at other rank counts may run beside this one (ctest -j).
+  const std::string path = "/tmp/kolo_gpu_timeline_" + std::to_string(getpid()) + "_%r.json";
   {
     ScopedSettings settings(Settings{{"KOLO_TIMELINE", path}});
     std::vector<std::unique_ptr<DeviceTensor>> tensors;
@@ -149,7 +151,7 @@ TEST(GpuFusion, TensorsReadyWhileTwoGroupsRunGoAsOneGroup) {
   // for one to end (KOLO_DEVICE_GROUPS_IN_FLIGHT=2, the default, for at most 50 ms), so eight
   // tensors submitted a millisecond apart meanwhile go as one group of eight, not one by one
   // (each a collective's latency; 30 groups a ResNet-50 step on NCCL over sockets, instead of 7).
-  const std::string path = "/tmp/kolo_gpu_hold_" + std::to_string(rank()) + "_%r.json";
+  const std::string path = "/tmp/kolo_gpu_hold_" + std::to_string(getpid()) + "_%r.json";
   const int kTensors = 8;
   {
     ScopedSettings settings(Settings{{"KOLO_TIMELINE", path}});

@@ -510,19 +510,11 @@ Status HostDouble::unique_id(std::string* id) {
 }
 
 Status HostDouble::create_comm(int, const CommMembers& m, std::unique_ptr<DeviceComm>* comm) {
-  if (static_cast<int>(m.job_ranks.size()) != m.size) {
-    return Status::InvalidArgument("host double: a communicator needs the members' job ranks");
-  }
-  MPI_Group world, group;
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
-  MPI_Group_incl(world, m.size, m.job_ranks.data(), &group);
-  // Members of one communicator share the id, so its hash is a tag they agree on.
-  const int tag = static_cast<int>(std::hash<std::string>()(m.id) % 32000);
+  if (m.mpi_comm == nullptr) return Status::InvalidArgument("host double: a communicator needs its members' MPI_Comm");
+  // A copy of the members' communicator, so that its traffic never meets kolo's own on it.
   MPI_Comm c = MPI_COMM_NULL;
-  const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, tag, &c);
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_create_group failed: " + mpi_error(rc));
+  const int rc = MPI_Comm_dup(*static_cast<const MPI_Comm*>(m.mpi_comm), &c);
+  if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_dup failed: " + mpi_error(rc));
   *comm = std::make_unique<DoubleComm>(this, c);
   return Status::OK();
 }

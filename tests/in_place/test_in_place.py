@@ -54,13 +54,13 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
 
 
-def start_kolorun_job(tmp_path, event, *options, peer_timeout=30):
+def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2"):
     """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN."""
     from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
     env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
                KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
-               ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:2",
+               ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER=hosts_after,
                ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     out = tmp_path / "weights.pt"
     cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", "3", *options]
@@ -157,6 +157,34 @@ def test_kolorun_in_place_with_fewer_than_min_np_left_ends_the_attempt(tmp_path)
     assert not out.exists()
 
 
+def test_a_lost_ranks_slot_comes_back_and_the_job_grows_again(tmp_path):
+    # kolorun --in-place with a discovery script: rank 2 dies before step 10 (its slot leaves the list),
+    # the others go on in place on 2 ranks; before step 20 rank 0 puts the slot back. kolorun, which
+    # read the job's new size from the recovery, asks it to restart on the 3 slots: the ranks agree at
+    # the next commit and the job goes on from it on 3 ranks (a planned restart, not a reset).
+    from test_elastic import assert_same_weights, final_line, reference
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:3\n")
+    script = tmp_path / "discover.sh"
+    script.write_text("#!/bin/sh\ncat %s\n" % hosts)
+    script.chmod(0o755)
+    job, log, out = start_kolorun_job(tmp_path, "0:2:10:die;0:0:20:grow", "--min-np", "2", "--host-discovery-script",
+                                      str(script), "--reset-limit", "0", hosts_after="localhost:2;localhost:3")
+    text = finish(job, log, timeout=180)
+    assert job.returncode == 0, text
+    assert "in place: now rank 0 of 2, from commit 1" in text, text
+    assert ("kolorun: hosts localhost:3 have room for 3 ranks while the job runs on 2 of its 3 (lost ones cut out in "
+            "place): asking the job to restart on them") in text, text
+    assert "a planned restart" in text and "restarting from the last commit" not in text, text
+    started = re.findall(r"^attempt 1 starts at step (\d+) on 3 ranks at ", text, re.M)
+    assert len(started) == 1, text
+    step = int(started[0])
+    assert step >= 24 and step % 4 == 0, text  # the first commit after the signal, or a later one
+    weights, accuracy = reference([(8, 3), (step, 2), (None, 3)])
+    assert_same_weights(out, weights)
+    assert final_line(text).startswith("ranks 3  steps "), text
+
+
 @pytest.mark.parametrize("hosts,slots,event", [(3, 1, "die"), (2, 2, "die"), (3, 1, "cut")],
                          ids=["3x1", "2x2", "3x1-link-cut"])
 def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
@@ -237,3 +265,25 @@ def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
     for _ in range(30):
         w -= 0.05 * (2.0 / 48) * x.T @ (x @ w - y)
     np.testing.assert_allclose(np.load(out), w, rtol=0, atol=1e-12)
+
+
+def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path):
+    # tests/in_place/device_in_place.cc: device tensors (the host double, as the GPU suite in CI) on 3
+    # ranks; rank 1 dies while the others' device collectives wait for it. Their ops fail to be rolled
+    # back (the device communicators' error taken for the lost peer, in place), recover_in_place()
+    # makes kolo's device communicators again over the 2 survivors, and every later step is exact.
+    program = BUILD / "tests" / "device_in_place"
+    if not program.exists():
+        pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    log = open(tmp_path / "job.log", "w+")
+    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", str(program), "10", "4"], stdout=log,
+                           stderr=subprocess.STDOUT, env=env)
+    text = finish(job, log, timeout=120)
+    assert job.returncode == 0, text
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[2]]), text
+    assert "rank 0 of 3: in place now rank 0 of 2, step 4 again" in text, text
+    assert "rank 2 of 3: in place now rank 1 of 2, step 4 again" in text, text
+    for step in range(4, 10):
+        assert "step %d on 2 ranks: exact" % step in text, text

@@ -7,7 +7,7 @@
 
 #include "elastic_launch.h"
 #include "failure_blame.h"
-#include "survivor_exits.h"
+#include "in_place_reports.h"
 #include "host_discovery.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
@@ -246,6 +246,17 @@ TEST(KolorunElastic, TheSurvivorsInPlaceAreAllGoneOnceEachSaidSo) {
   said("[1,0]<stderr>: kolo: rank 0 of 2, left in place after a peer was lost, exits with status 1");
   EXPECT_TRUE(exits.all_exited());
   EXPECT_EQ(exits.status(), 1);
+}
+
+TEST(KolorunElastic, TheJobsSizeAfterARecoveryInPlace) {
+  EXPECT_EQ(in_place_job_size("kolo.elastic: in place: now rank 1 of 3, from commit 2 (restore, shrink, restart and "
+                              "sync: 0.5 s)"),
+            3);
+  EXPECT_EQ(in_place_job_size("[1,0]<stderr>: kolo.elastic: in place: now rank 0 of 2, from commit 1"), 2);
+  for (const char* line : {"kolo.elastic: in place: now rank 2 of 2", "kolo.elastic: in place: now rank x of 2",
+                           "kolo.elastic: rank 0 of 3: tensor 'g' did not run", ""}) {
+    EXPECT_EQ(in_place_job_size(line), 0) << line;
+  }
 }
 
 TEST(KolorunElastic, RanksPerAttempt) {

@@ -138,7 +138,7 @@ def test_restoring_the_state_forgets_a_failed_steps_allreduces(rank, size):
     state.commit()
     start = model.weight.detach().clone()
     model(torch.full((1, 2), float(rank + 1))).sum().backward()  # the step the failure cut short
-    assert optimizer._handles
+    assert optimizer._handles or size == 1  # one rank reduces nothing
     state.restore()
     optimizer.zero_grad()  # raised "allreduces are still in flight" before restore() forgot them
     model(torch.full((1, 2), float(rank + 1))).sum().backward()

@@ -166,7 +166,7 @@ TEST_F(ExecutorTest, DrainAbortsWorkThatDoesNotEndWithinItsBound) {
   std::vector<float> a = {1};
   const int64_t h = submit("a", a);
   executor.run({allreduce("a", 1)}, 0.0);
-  executor.drain(0.01, "kolo was shut down");
+  executor.drain(0.01, Status::Aborted("kolo was shut down"));
   EXPECT_EQ(work.aborted_with, "kolo was shut down");
   Status s = handles.wait(h, 0, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kAborted);

@@ -89,6 +89,7 @@ def build_summary():
 _lock = threading.Lock()
 _exit_hook = False
 _left_in_place = None  # (rank, size) after the last recover_in_place
+_exit_status = None    # what this process exits with, where kolo knows it (a planned restart's)
 
 
 def _at_exit():
@@ -97,7 +98,7 @@ def _at_exit():
         # kolorun --in-place waits for this line from every survivor (launcher/survivor_exits.h): mpirun
         # itself would wait for the lost process, which never ends if it is frozen or cut off. Python
         # keeps the exception that ended the script in sys.last_value; a sys.exit(code) it does not tell.
-        status = 1 if getattr(sys, "last_value", None) is not None else 0
+        status = _exit_status if _exit_status is not None else 1 if getattr(sys, "last_value", None) is not None else 0
         print("kolo: rank %d of %d, left in place after a peer was lost, exits with status %d"
               % (_left_in_place + (status,)), file=sys.stderr, flush=True)
 
@@ -124,6 +125,12 @@ def init(comm=None, process_sets=None, **settings):
             _exit_hook = True
     from kolo import _process_sets
     _process_sets.register_at_init(process_sets)
+
+
+def _exiting_with(status):
+    """kolo.elastic, before sys.exit(status): Python does not tell an exit hook the status."""
+    global _exit_status
+    _exit_status = status
 
 
 def shutdown():

@@ -155,6 +155,13 @@ void DeviceContext::poison(const Status& why) {
   if (poisoned_.ok()) poisoned_ = Status(why.code(), "an earlier GPU collective failed: " + why.message());
 }
 
+void DeviceContext::abort_comms(const Status& why) {
+  poison(why);
+  for (auto& c : comms_) {
+    if (c) c->abort();
+  }
+}
+
 Status DeviceContext::comm(Group group, DeviceComm** out) {
   if (!poisoned_.ok()) return poisoned_;
   std::unique_ptr<DeviceComm>& slot = comms_[static_cast<int>(group)];
@@ -166,12 +173,7 @@ Status DeviceContext::comm(Group group, DeviceComm** out) {
   CommMembers members;
   MPI_Comm_rank(mc, &members.rank);
   MPI_Comm_size(mc, &members.size);
-  // Job ranks, also in a process set (whose topology counts its own ranks from 0).
-  const Topology& topo = mpi_.topology();
-  const int me = topo.job_ranks.empty() ? topo.rank : topo.job_ranks[static_cast<size_t>(topo.rank)];
-  members.job_ranks.resize(static_cast<size_t>(members.size));
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Allgather(&me, 1, MPI_INT, members.job_ranks.data(), 1, MPI_INT, mc),
-                           "MPI_Allgather (members of a GPU communicator)");
+  members.mpi_comm = &mc;
   // The group's first member makes the id; the others get it over MPI.
   Status made = Status::OK();
   if (members.rank == 0) made = backend_->unique_id(&members.id);

@@ -66,6 +66,9 @@ class DeviceContext {
   Status comm(Group group, DeviceComm** comm);
   // A communicator has failed: none is used again (ops fail with `why`).
   void poison(const Status& why);
+  // After a peer lost in place, once no engine uses this context: aborts every communicator (the lost
+  // peer is in them), which frees what the library holds for them; it is never used again.
+  void abort_comms(const Status& why);
 
  private:
   struct EventPool;

@@ -2,9 +2,23 @@
 
 #include <algorithm>
 
+#include "comm/mpi/mpi_fault.h"
 #include "common/clock.h"
 
 namespace kolo {
+namespace {
+
+// In place (ULFM), a communicator's error is taken for a lost peer (NCCL says no more than that a
+// peer closed its connection or timed out): kolo's MPI communicators are revoked, so every survivor
+// hears of it, and the op fails to be rolled back. Recovery agrees on who is left (the shrink keeps
+// every rank still alive, should the error have had another cause).
+Status as_peer_failure(const Status& error, const std::string& library) {
+  if (!surviving_peer_failures()) return error;
+  report_peer_failure("a " + library + " collective failed: " + error.message());
+  return Status::PeersFailed(error.message() + " (" + kPeersFailedWords + ")");
+}
+
+}  // namespace
 
 DeviceWork::DeviceWork(DeviceContext& context, bool timed) : context_(context), timed_(timed) {}
 
@@ -45,16 +59,18 @@ Status DeviceWork::fail(const Status& why) {
 
 std::optional<Status> DeviceWork::poll() {
   if (!failed_.ok()) return failed_;
+  // The communicators first: work whose communicator failed may still reach its done event (NCCL's
+  // kernels return once it is aborted), with nothing reduced.
+  for (DeviceComm* c : comms_) {
+    Status s = c->async_error();
+    if (!s.ok()) return fail(as_peer_failure(s, context_.library()));
+  }
   bool done = false;
   Status s = context_.backend().query(done_.get(), &done);
   if (!s.ok()) return fail(s);
   if (done) {
     ended_at_ = steady_seconds();
     return Status::OK();
-  }
-  for (DeviceComm* c : comms_) {
-    s = c->async_error();
-    if (!s.ok()) return fail(s);
   }
   return std::nullopt;
 }

@@ -161,6 +161,7 @@ def run_fn(func):
             # Every rank agreed at a commit (check_host_updates): kolorun restarts the job on the new
             # hosts, from that commit.
             _core.shutdown()
+            _core._exiting_with(RESTART_EXIT)
             sys.exit(RESTART_EXIT)
         except KoloError as e:
             print("kolo.elastic: rank %d: %s\nkolo.elastic: the job goes back to commit %d"

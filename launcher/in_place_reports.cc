@@ -1,10 +1,18 @@
-#include "survivor_exits.h"
+#include "in_place_reports.h"
 
 #include <algorithm>
 #include <cstdio>
 
 namespace kolo {
 namespace launcher {
+
+int in_place_job_size(const std::string& line) {
+  const size_t at = line.find("kolo.elastic: in place: now rank ");
+  if (at == std::string::npos) return 0;
+  int rank = -1, size = 0;
+  if (std::sscanf(line.c_str() + at, "kolo.elastic: in place: now rank %d of %d", &rank, &size) != 2) return 0;
+  return rank >= 0 && rank < size ? size : 0;
+}
 
 void SurvivorExits::read(const std::string& line) {
   const size_t at = line.find("kolo: rank ");

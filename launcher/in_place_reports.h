@@ -1,6 +1,8 @@
-// What kolo's survivors of a lost peer say as they exit, in place (kolorun --in-place). mpirun waits
-// for every process it started, also for one frozen by SIGSTOP or on a host cut off, which never end:
-// once every survivor has exited, kolorun ends mpirun itself and reports the survivors' status.
+// What kolo's survivors of a lost peer say, in place (kolorun --in-place), that kolorun acts on:
+// - the job's new size after each recovery: a host that comes back is then room to grow into;
+// - their exits: mpirun waits for every process it started, also for one frozen by SIGSTOP or on a
+//   host cut off, which never end; once every survivor has exited, kolorun ends mpirun itself and
+//   reports the survivors' status.
 #pragma once
 
 #include <map>
@@ -11,6 +13,10 @@ namespace launcher {
 
 // Each survivor prints, as it exits (bindings/python/kolo/_core.py):
 //   "kolo: rank R of N, left in place after a peer was lost, exits with status S"
+// The job's size after a recovery in place, from kolo.elastic's "kolo.elastic: in place: now rank R
+// of N, ..." (bindings/python/kolo/elastic/runner.py); 0 if the line is not that.
+int in_place_job_size(const std::string& line);
+
 class SurvivorExits {
  public:
   // Counts the line if it is one of those.
