@@ -259,12 +259,45 @@ def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
     # Commits at steps 4 and 8 (commit 1): steps 8 and 9 are done again on 2 ranks.
     assert "in place: now rank 0 of 2, from commit 1" in text and "ranks 2  steps 30" in text, text
     import numpy as np
+    np.testing.assert_allclose(np.load(out), plain_gradient_descent(30), rtol=0, atol=1e-12)
+
+
+def plain_gradient_descent(steps):
+    """The weights of tf_in_place.py's and keras_in_place.py's least squares after `steps` full-batch steps."""
+    import numpy as np
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(48, 8)), rng.normal(size=(48, 1))
     w = np.zeros((8, 1))
-    for _ in range(30):
+    for _ in range(steps):
         w -= 0.05 * (2.0 / 48) * x.T @ (x @ w - y)
-    np.testing.assert_allclose(np.load(out), w, rtol=0, atol=1e-12)
+    return w
+
+
+def test_a_keras_fit_goes_on_in_place(tmp_path):
+    # kolo.keras on Keras' TensorFlow backend: model.fit with the elastic callbacks; rank 2 of 3 dies as
+    # epoch 10's batch begins; the survivors' fit fails (TensorFlow's InternalError carrying kolo's
+    # words), elastic.run rolls back to the commit at epoch 10's start, recovers in place and fits the
+    # remaining epochs on 2 ranks, ending with plain gradient descent's weights.
+    python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parent.parent / ".venv" / "bin" / "python"))
+    if not (BUILD / "python" / "kolo" / "tensorflow" / "kolo_tf_ops.so").exists():
+        pytest.skip("kolo.tensorflow's ops were not built against this MPI (no TensorFlow at build time)")
+    if subprocess.run([python, "-c", "import keras"], capture_output=True).returncode != 0:
+        pytest.skip("%s has no Keras" % python)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"),
+               KERAS_BACKEND="tensorflow")
+    out = tmp_path / "w.npy"
+    log = open(tmp_path / "job.log", "w+")
+    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x", "KERAS_BACKEND",
+                                              python, str(HERE / "keras_in_place.py"), "--epochs", "30", "--kill-at",
+                                              "10", "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    text = finish(job, log, timeout=180)
+    assert job.returncode == 0, text
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[1]]), text
+    assert "in place: now rank 0 of 2" in text and "ranks 2  epochs 30" in text, text
+    import numpy as np
+    np.testing.assert_allclose(np.load(out), plain_gradient_descent(30), rtol=0, atol=1e-12)
 
 
 def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path):

@@ -1,0 +1,59 @@
+"""A Keras 3 model.fit in Horovod's elastic shape (kolo.keras: DistributedOptimizer, KerasState, the fit
+callbacks, elastic.run), for the in-place suite, on the backend KERAS_BACKEND names (TensorFlow here):
+float64 least squares on 48 fixed rows, one batch an epoch, each rank fitting an equal share of it, so
+that the averaged gradient is the whole batch's at any rank count and the weights after --epochs are
+plain gradient descent's, whatever failed. Committed at every epoch's end (CommitStateCallback); with
+--kill-at E, rank 2 of 3 SIGKILLs itself as epoch E's batch begins. Every rank prints its pid at the
+start and the end; rank 0 saves the weights to --out."""
+import argparse
+import os
+import signal
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras  # noqa: E402
+
+import kolo.keras as hvd  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=30)
+parser.add_argument("--kill-at", type=int, default=-1)
+parser.add_argument("--out", required=True)
+args = parser.parse_args()
+ROWS, LR = 48, 0.05
+
+hvd.init()
+keras.config.set_floatx("float64")
+rng = np.random.default_rng(0)
+x, y = rng.normal(size=(ROWS, 8)), rng.normal(size=(ROWS, 1))
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(LR)), loss="mse")
+
+
+class KillAt(keras.callbacks.Callback):
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.state.epoch == args.kill_at and hvd.size() == 3 and hvd.rank() == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+@hvd.elastic.run
+def train(state):
+    share = ROWS // hvd.size()
+    mine = slice(hvd.rank() * share, (hvd.rank() + 1) * share)
+    model.fit(x[mine], y[mine], batch_size=share, epochs=args.epochs - state.epoch, shuffle=False, verbose=0,
+              callbacks=[KillAt(state), hvd.elastic.UpdateEpochStateCallback(state),
+                         hvd.elastic.CommitStateCallback(state, batches_per_commit=1000)])
+
+
+print("rank %d of %d starts with pid %d" % (hvd.rank(), hvd.size(), os.getpid()), flush=True)
+state = hvd.elastic.KerasState(model, epoch=0)
+train(state)
+print("rank %d of %d ends with pid %d" % (hvd.rank(), hvd.size(), os.getpid()), flush=True)
+if hvd.rank() == 0:
+    np.save(args.out, model.get_weights()[0])
+    print("ranks %d  epochs %d" % (hvd.size(), state.epoch), flush=True)
