@@ -18,7 +18,7 @@ fi
 tf_python=/usr/bin/python3
 [ -x .venv/bin/python ] && tf_python=$root/.venv/bin/python
 cmake -S . -B build-ulfm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/usr/bin/python3 \
-  -DKOLO_JAX_PYTHON=/usr/bin/python3 -DKOLO_TF_PYTHON="$tf_python" -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_IN_PLACE_TESTS=ON \
+  -DKOLO_JAX_PYTHON="$tf_python" -DKOLO_TF_PYTHON="$tf_python" -DKOLO_WITH_CUDA=OFF -DKOLO_BUILD_TESTS=OFF -DKOLO_BUILD_IN_PLACE_TESTS=ON \
   -DKOLO_BUILD_BENCHMARKS=OFF \
   -DKOLO_BUILD_EXAMPLES=OFF -DMPI_C_COMPILER="$venv/bin/mpicc" -DMPI_CXX_COMPILER="$venv/bin/mpicxx" \
   ${KOLO_CMAKE_ARGS:-} >/dev/null

@@ -238,32 +238,39 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     print("frozen: training again %.3f s after the freeze" % seconds_to_recover(text))
 
 
-def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
-    # kolo.tensorflow's ops report the failure as TensorFlow's error carrying kolo's message; elastic.run
-    # rolls back on it as on PeersFailedError. Equal shares of every batch: the weights are plain
-    # gradient descent's after every step, whatever the rank count.
-    if not (BUILD / "python" / "kolo" / "tensorflow" / "kolo_tf_ops.so").exists():
-        pytest.skip("kolo.tensorflow's ops were not built against this MPI (no TensorFlow at build time)")
+def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
+    """tf_in_place.py, keras_in_place.py or jax_in_place.py (tests/in_place) on 3 ranks, rank 2 killed
+    before step (epoch) 10: checks that the survivors went on in place, and ended, in the same
+    processes, with plain gradient descent's weights to 1e-12 (each rank takes an equal share of every
+    batch: the averaged gradient is the whole batch's at any rank count). The job's output."""
     python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parent.parent / ".venv" / "bin" / "python"))
+    needs = {"tf_in_place.py": "tensorflow", "keras_in_place.py": "keras, tensorflow", "jax_in_place.py": "jax"}[script]
+    if subprocess.run([python, "-c", "import " + needs], capture_output=True).returncode != 0:
+        pytest.skip("%s lacks %s" % (python, needs))
+    built = {"tf_in_place.py": "tensorflow/kolo_tf_ops.so", "keras_in_place.py": "tensorflow/kolo_tf_ops.so",
+             "jax_in_place.py": "jax/libkolo_xla_ffi.so"}[script]
+    if not (BUILD / "python" / "kolo" / built).exists():
+        pytest.skip("kolo's %s was not built against this MPI" % built)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"))
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"),
+               KERAS_BACKEND=backend or "tensorflow", JAX_PLATFORMS="cpu")
     out = tmp_path / "w.npy"
     log = open(tmp_path / "job.log", "w+")
-    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", python,
-                                              str(HERE / "tf_in_place.py"), "--steps", "30", "--kill-at", "10",
-                                              "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x", "KERAS_BACKEND",
+                                              "-x", "JAX_PLATFORMS", python, str(HERE / script), *flags, "--kill-at",
+                                              "10", "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
     text = finish(job, log, timeout=180)
     assert job.returncode == 0, text
     started, ended = pids(text, "starts"), pids(text, "ends")
     assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[1]]), text
-    # Commits at steps 4 and 8 (commit 1): steps 8 and 9 are done again on 2 ranks.
-    assert "in place: now rank 0 of 2, from commit 1" in text and "ranks 2  steps 30" in text, text
+    assert "in place: now rank 0 of 2" in text and last_line in text, text
     import numpy as np
     np.testing.assert_allclose(np.load(out), plain_gradient_descent(30), rtol=0, atol=1e-12)
+    return text
 
 
 def plain_gradient_descent(steps):
-    """The weights of tf_in_place.py's and keras_in_place.py's least squares after `steps` full-batch steps."""
+    """The weights of run_least_squares' programs after `steps` full-batch steps."""
     import numpy as np
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(48, 8)), rng.normal(size=(48, 1))
@@ -273,31 +280,27 @@ def plain_gradient_descent(steps):
     return w
 
 
+def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
+    # kolo.tensorflow's ops report the failure as TensorFlow's error carrying kolo's message; elastic.run
+    # rolls back on it as on PeersFailedError. Commits at steps 4 and 8 (commit 1): steps 8 and 9 are
+    # done again on 2 ranks.
+    text = run_least_squares(tmp_path, "tf_in_place.py", "ranks 2  steps 30", "--steps", "30")
+    assert "in place: now rank 0 of 2, from commit 1" in text, text
+
+
 def test_a_keras_fit_goes_on_in_place(tmp_path):
     # kolo.keras on Keras' TensorFlow backend: model.fit with the elastic callbacks; rank 2 of 3 dies as
     # epoch 10's batch begins; the survivors' fit fails (TensorFlow's InternalError carrying kolo's
     # words), elastic.run rolls back to the commit at epoch 10's start, recovers in place and fits the
-    # remaining epochs on 2 ranks, ending with plain gradient descent's weights.
-    python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parent.parent / ".venv" / "bin" / "python"))
-    if not (BUILD / "python" / "kolo" / "tensorflow" / "kolo_tf_ops.so").exists():
-        pytest.skip("kolo.tensorflow's ops were not built against this MPI (no TensorFlow at build time)")
-    if subprocess.run([python, "-c", "import keras"], capture_output=True).returncode != 0:
-        pytest.skip("%s has no Keras" % python)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"),
-               KERAS_BACKEND="tensorflow")
-    out = tmp_path / "w.npy"
-    log = open(tmp_path / "job.log", "w+")
-    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x", "KERAS_BACKEND",
-                                              python, str(HERE / "keras_in_place.py"), "--epochs", "30", "--kill-at",
-                                              "10", "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
-    text = finish(job, log, timeout=180)
-    assert job.returncode == 0, text
-    started, ended = pids(text, "starts"), pids(text, "ends")
-    assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[1]]), text
-    assert "in place: now rank 0 of 2" in text and "ranks 2  epochs 30" in text, text
-    import numpy as np
-    np.testing.assert_allclose(np.load(out), plain_gradient_descent(30), rtol=0, atol=1e-12)
+    # remaining epochs on 2 ranks.
+    run_least_squares(tmp_path, "keras_in_place.py", "ranks 2  epochs 30", "--epochs", "30", backend="tensorflow")
+
+
+def test_a_jax_loop_goes_on_in_place(tmp_path):
+    # kolo.jax.elastic: JaxState and run; the allreduce inside the jitted step fails with XLA's error
+    # carrying kolo's words; the survivors roll back to step 8 and go on on 2 ranks.
+    text = run_least_squares(tmp_path, "jax_in_place.py", "ranks 2  steps 30", "--steps", "30")
+    assert "in place: now rank 0 of 2, from commit 1" in text, text
 
 
 def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path):

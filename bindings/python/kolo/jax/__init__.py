@@ -27,5 +27,7 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
 from kolo._mesh import Mesh, mesh
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 
+from kolo.jax import elastic  # noqa: E402 (as Horovod's hvd.elastic in its other bindings)
+
 __all__ += ["HorovodInternalError", "ProcessSet", "global_process_set", "add_process_set",
-            "remove_process_set", "mesh", "Mesh"] + list(QUERIES)
+            "remove_process_set", "mesh", "Mesh", "elastic"] + list(QUERIES)
