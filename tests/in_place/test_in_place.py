@@ -54,7 +54,7 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
 
 
-def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2"):
+def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2", ranks=3):
     """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN."""
     from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
@@ -63,7 +63,7 @@ def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="l
                ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER=hosts_after,
                ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     out = tmp_path / "weights.pt"
-    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", "3", *options]
+    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), *options]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
         cmd += ["-x", name]
     cmd += [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
@@ -144,6 +144,22 @@ def test_kolorun_in_place_starts_the_job_and_keeps_it_going(tmp_path):
     text = finish(job, log)
     assert job.returncode == 0, text
     check_in_place(text, out)
+    assert "restarting" not in text, text
+
+
+def test_failures_one_after_another_are_each_cut_out_in_place(tmp_path):
+    # 4 ranks: rank 3 dies before step 10 (back to the commit of step 8, on 3 ranks), then the new rank 2
+    # before step 22 (back to step 20, on 2 ranks); the first two processes end the job.
+    from test_elastic import assert_same_weights, reference
+    job, log, out = start_kolorun_job(tmp_path, "0:3:10:die;0:2:22:die", "--min-np", "2", ranks=4,
+                                      hosts_after="localhost:3;localhost:2")
+    text = finish(job, log, timeout=180)
+    assert job.returncode == 0, text
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == 4 and sorted(ended.values()) == sorted([started[0], started[1]]), text
+    assert "attempt 0 starts at step 8 on 3 ranks" in text and "attempt 0 starts at step 20 on 2 ranks" in text, text
+    weights, _ = reference([(8, 4), (20, 3), (None, 2)])
+    assert_same_weights(out, weights)
     assert "restarting" not in text, text
 
 
