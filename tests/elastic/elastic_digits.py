@@ -60,6 +60,7 @@ def test_event(step):
         if event[3] in ("die", "freeze"):
             os.kill(os.getpid(), signal.SIGKILL if event[3] == "die" else signal.SIGSTOP)
         if event[3] == "cut":  # the host's link goes down for good (an emulated host: its own eth0)
+            time.sleep(0.5)  # the line above, forwarded by mpirun's daemon, gets out first
             subprocess.run(["ip", "link", "set", "eth0", "down"], check=True)
 
 
