@@ -63,6 +63,16 @@ def test_every_collective_is_exact_across_hosts_flat_and_hierarchical():
     assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
 
 
+def test_hierarchical_allreduce_on_three_hosts_is_exact():
+    # On 2 hosts (above) the cross-host stage of hierarchical allreduce is a pairwise exchange; on more,
+    # an MPI_Allreduce per segment on a thread of its own (src/comm/mpi/cross_host_lane.h), segments
+    # in flight: 3 hosts x 1 rank, every dtype and op, 4 KiB segments (many in flight).
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 3 -H \"$(echo $CLUSTER_HOSTS | sed \"s/,/:1,/g\"):1\" --map-by slot "
+                     "%s --gtest_filter=Allreduce.Hierarchical*" % (BUILD / "tests" / "kolo_mpi_tests"), hosts=3)
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
+
+
 def test_the_gpu_path_through_the_host_double_is_exact_across_hosts_hierarchical():
     # The GPU suite on the host double, 2 hosts x 2 ranks, every allreduce and allgather of GPU
     # tensors hierarchical: reduce-scatter inside the host, across hosts between ranks of one local

@@ -1,9 +1,11 @@
 // Allreduce of CPU tensors, fused or alone, in cache-sized segments (comm/segment_plan.h). Each
 // segment is reduced flat (one MPI_Allreduce over every rank) or hierarchically (reduce-scatter
 // inside the host, allreduce across hosts, allgather inside the host).
+#include <deque>
 #include <vector>
 
 #include "common/clock.h"
+#include "comm/mpi/cross_host_lane.h"
 #include "comm/joined.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
@@ -16,17 +18,24 @@ namespace {
 char* bytes_at(void* p, int64_t offset) { return static_cast<char*>(p) + offset; }
 const char* bytes_at(const void* p, int64_t offset) { return static_cast<const char*>(p) + offset; }
 
-// Reduces `count` elements from `send` (MPI_IN_PLACE: from `recv`) into `recv` on every rank.
+// Reduces segments: `count` elements from `send` (MPI_IN_PLACE: from `recv`) into `recv` on every
+// rank. start() may return before the segment is done; up to depth() segments are in flight, and
+// finish_oldest() ends the oldest (its result is then in its `recv`). Every rank starts and finishes
+// the same segments in the same order, so the collectives inside agree.
 class SegmentReducer {
  public:
   virtual ~SegmentReducer() = default;
-  virtual Status reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) = 0;
+  virtual int depth() const { return 1; }
+  virtual Status start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) = 0;
+  virtual Status finish_oldest() { return Status::OK(); }
+  // After an error: waits for what is in flight and forgets it.
+  virtual void abandon() {}
 };
 
 class FlatReducer : public SegmentReducer {
  public:
   explicit FlatReducer(MPI_Comm comm) : comm_(comm) {}
-  Status reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
+  Status start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
     KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, count, type, op, comm_), "MPI_Allreduce");
     return Status::OK();
   }
@@ -37,41 +46,125 @@ class FlatReducer : public SegmentReducer {
 
 // Every host's ranks split the segment into blocks (sizes differing by at most one element, so any
 // count works); block i is reduced across hosts by the ranks of local rank i, so each byte crosses
-// between hosts once per host instead of once per rank.
+// between hosts once per host instead of once per rank. Across hosts, segments are pipelined (kDepth
+// in flight): while one segment's blocks cross, this thread reduce-scatters the next ones inside the
+// host and gathers the earlier ones, so that the link is kept busy. On 2 hosts the crossing is a
+// pairwise exchange of the blocks (nonblocking sends, progressed by every MPI call of this thread) and
+// each side adds the other's (commutative, so both get the same bits); on more, an MPI_Allreduce of
+// each block on a lane of its own (cross_host_lane.h). Measured in README, "Across hosts".
 class HierarchicalReducer : public SegmentReducer {
  public:
-  explicit HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {}
-  Status reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
+  explicit HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {
+    const int hosts = mpi.topology().cross_size;
+    int level = 0;
+    MPI_Query_thread(&level);
+    mode_ = hosts == 2 ? Mode::kPairwise : hosts > 2 && level == MPI_THREAD_MULTIPLE ? Mode::kLane : Mode::kInTurn;
+  }
+
+  int depth() const override { return mode_ == Mode::kInTurn ? 1 : kDepth; }
+
+  Status start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
     const Topology& t = mpi_.topology();
     int elem = 0;
     MPI_Type_size(type, &elem);
-    counts_.resize(static_cast<size_t>(t.local_size));
-    displs_.resize(static_cast<size_t>(t.local_size));
+    Flight f;
+    f.recv = recv;
+    f.type = type;
+    f.op = op;
+    f.counts.resize(static_cast<size_t>(t.local_size));
+    f.displs.resize(static_cast<size_t>(t.local_size));
     int offset = 0;
     for (int i = 0; i < t.local_size; ++i) {
-      counts_[i] = count / t.local_size + (i < count % t.local_size ? 1 : 0);
-      displs_[i] = offset;
-      offset += counts_[i];
+      f.counts[i] = count / t.local_size + (i < count % t.local_size ? 1 : 0);
+      f.displs[i] = offset;
+      offset += f.counts[i];
     }
-    const int mine = counts_[t.local_rank];
-    block_.resize(static_cast<size_t>(mine) * elem + 1);
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send == MPI_IN_PLACE ? recv : send, block_.data(), counts_.data(),
+    const int mine = f.counts[t.local_rank];
+    f.block = next_block_++ % kDepth;
+    std::vector<char>& block = blocks_[f.block];
+    block.resize(static_cast<size_t>(mine) * elem + 1);
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send == MPI_IN_PLACE ? recv : send, block.data(), f.counts.data(),
                                                 type, op, mpi_.local()),
                              "MPI_Reduce_scatter (inside the host)");
-    if (t.cross_size > 1) {
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, block_.data(), mine, type, op, mpi_.cross()),
-                               "MPI_Allreduce (across hosts)");
+    char* data = block.data();
+    const MPI_Comm cross = mpi_.cross();
+    if (mode_ == Mode::kPairwise) {
+      std::vector<char>& theirs = peer_blocks_[f.block];
+      theirs.resize(block.size());
+      const int peer = 1 - t.cross_rank;
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Irecv(theirs.data(), mine, type, peer, 0, cross, &f.requests[0]),
+                               "MPI_Irecv (across hosts)");
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Isend(data, mine, type, peer, 0, cross, &f.requests[1]),
+                               "MPI_Isend (across hosts)");
+      f.exchanging = true;
+    } else if (mode_ == Mode::kLane) {
+      f.ticket = lane_.submit([=] {
+        return mpi_status(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross), "MPI_Allreduce (across hosts)");
+      });
+    } else if (t.cross_size > 1) {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross), "MPI_Allreduce (across hosts)");
     }
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(block_.data(), mine, type, recv, counts_.data(), displs_.data(), type,
+    flights_.push_back(std::move(f));
+    return mode_ == Mode::kInTurn ? finish_oldest() : Status::OK();
+  }
+
+  Status finish_oldest() override {
+    if (flights_.empty()) return Status::OK();
+    Flight f = std::move(flights_.front());
+    flights_.pop_front();
+    const int mine = f.counts[mpi_.topology().local_rank];
+    char* block = blocks_[f.block].data();
+    if (f.exchanging) {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Waitall(2, f.requests, MPI_STATUSES_IGNORE), "MPI_Waitall (across hosts)");
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_local(peer_blocks_[f.block].data(), block, mine, f.type, f.op),
+                               "MPI_Reduce_local (the other host's block)");
+    }
+    if (f.ticket != 0) {
+      Status s = lane_.wait(f.ticket);
+      if (!s.ok()) return s;
+    }
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(block, mine, f.type, f.recv, f.counts.data(), f.displs.data(), f.type,
                                             mpi_.local()),
                              "MPI_Allgatherv (inside the host)");
     return Status::OK();
   }
 
+  void abandon() override {
+    // Nothing may still write a block (or read it) once it is reused.
+    for (Flight& f : flights_) {
+      if (f.exchanging) {
+        for (MPI_Request& r : f.requests) {
+          if (r == MPI_REQUEST_NULL) continue;
+          MPI_Cancel(&r);
+          MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+      }
+      if (f.ticket != 0) lane_.wait(f.ticket);
+    }
+    flights_.clear();
+  }
+
  private:
+  static constexpr int kDepth = 3;
+  enum class Mode { kInTurn, kPairwise, kLane };
+  struct Flight {
+    void* recv = nullptr;
+    MPI_Datatype type = MPI_BYTE;
+    MPI_Op op = MPI_SUM;
+    std::vector<int> counts, displs;
+    int block = 0;
+    bool exchanging = false;  // kPairwise: the two requests below
+    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    uint64_t ticket = 0;  // kLane: the cross-host allreduce
+  };
+
   const MpiContext& mpi_;
-  std::vector<int> counts_, displs_;
-  std::vector<char> block_;
+  Mode mode_ = Mode::kInTurn;
+  std::vector<char> blocks_[kDepth];
+  std::vector<char> peer_blocks_[kDepth];
+  size_t next_block_ = 0;
+  std::deque<Flight> flights_;
+  CrossHostLane lane_;  // last: its thread ends before the blocks go
 };
 
 class MpiAllreduce : public Collective {
@@ -104,7 +197,10 @@ class MpiAllreduce : public Collective {
     for (const Piece& p : call.pieces) member_bytes.push_back(p.bytes / elem * wire_elem);
     const SegmentPlan plan =
         plan_segments(member_bytes, wire_elem, tuning_.segment_bytes, tuning_.zero_copy_bytes, wire == dtype);
-    if (staging_.size() < static_cast<size_t>(plan.staging_bytes)) staging_.resize(plan.staging_bytes);
+    // A packed segment keeps its slot of the staging buffer from its pack to its unpack: one slot per
+    // segment in flight.
+    const int depth = reducer_->depth();
+    if (staging_.size() < static_cast<size_t>(plan.staging_bytes * depth)) staging_.resize(plan.staging_bytes * depth);
 
     const MPI_Datatype type = mpi_.datatype(wire);
     const MPI_Op op = mpi_.op(wire, call.reduce_op);
@@ -114,48 +210,85 @@ class MpiAllreduce : public Collective {
     const Scaling post = post_scaling(dtype, call.reduce_op, call.postscale, contributors);
     const bool timed = log.enabled();
 
-    for (const Segment& seg : plan.segments) {
+    // Segments started and not yet finished, oldest first.
+    struct Started {
+      const Segment* seg;
+      char* staging;  // packed: its slot
+      double packing, reducing;
+    };
+    std::deque<Started> started;
+    size_t next_slot = 0;
+    auto finish_oldest = [&]() -> Status {
+      const Started st = started.front();
+      started.pop_front();
+      Status fs = reducer_->finish_oldest();
+      if (!fs.ok()) return fs;
+      const Segment& seg = *st.seg;
       const int count = static_cast<int>(seg.bytes / wire_elem);
+      const double reduced = timed ? steady_seconds() : 0;
       if (seg.direct) {
         const SegmentPiece& sp = seg.pieces[0];
-        const Piece& p = call.pieces[sp.member];
-        const double t0 = timed ? steady_seconds() : 0;
-        char* out = bytes_at(p.out, sp.offset);
-        const void* send = MPI_IN_PLACE;
-        if (!pre.identity()) {
-          scale_into(dtype, bytes_at(p.in, sp.offset), out, count, pre);
-        } else if (p.in != p.out) {
-          send = bytes_at(p.in, sp.offset);
-        }
-        s = reducer_->reduce(send, out, count, type, op);
-        if (!s.ok()) return s;
+        char* out = bytes_at(call.pieces[sp.member].out, sp.offset);
         if (!post.identity()) scale_into(dtype, out, out, count, post);
-        if (timed) log.record(sp.member, Phase::kCollective, t0, steady_seconds());
-        continue;
+        if (timed) log.record(sp.member, Phase::kCollective, st.reducing, steady_seconds());
+        return Status::OK();
       }
-      const double t0 = timed ? steady_seconds() : 0;
       for (const SegmentPiece& sp : seg.pieces) {
-        cast_into(dtype, wire, bytes_at(call.pieces[sp.member].in, sp.offset / wire_elem * elem),
-                  staging_.data() + sp.staging_offset, sp.bytes / wire_elem, pre);
-      }
-      const double t1 = timed ? steady_seconds() : 0;
-      s = reducer_->reduce(MPI_IN_PLACE, staging_.data(), count, type, op);
-      if (!s.ok()) return s;
-      const double t2 = timed ? steady_seconds() : 0;
-      for (const SegmentPiece& sp : seg.pieces) {
-        cast_into(wire, dtype, staging_.data() + sp.staging_offset,
+        cast_into(wire, dtype, st.staging + sp.staging_offset,
                   bytes_at(call.pieces[sp.member].out, sp.offset / wire_elem * elem), sp.bytes / wire_elem, post);
       }
       if (timed) {
-        const double t3 = steady_seconds();
+        const double unpacked = steady_seconds();
         for (const SegmentPiece& sp : seg.pieces) {
-          log.record(sp.member, Phase::kPack, t0, t1);
-          log.record(sp.member, Phase::kCollective, t1, t2);
-          log.record(sp.member, Phase::kUnpack, t2, t3);
+          log.record(sp.member, Phase::kPack, st.packing, st.reducing);
+          log.record(sp.member, Phase::kCollective, st.reducing, reduced);
+          log.record(sp.member, Phase::kUnpack, reduced, unpacked);
         }
       }
-    }
-    return Status::OK();
+      return Status::OK();
+    };
+    auto run_segments = [&]() -> Status {
+      for (const Segment& seg : plan.segments) {
+        if (static_cast<int>(started.size()) >= depth) {
+          Status fs = finish_oldest();
+          if (!fs.ok()) return fs;
+        }
+        const int count = static_cast<int>(seg.bytes / wire_elem);
+        Started st{&seg, nullptr, timed ? steady_seconds() : 0, 0};
+        const void* send = MPI_IN_PLACE;
+        void* recv = nullptr;
+        if (seg.direct) {
+          const SegmentPiece& sp = seg.pieces[0];
+          const Piece& p = call.pieces[sp.member];
+          char* out = bytes_at(p.out, sp.offset);
+          if (!pre.identity()) {
+            scale_into(dtype, bytes_at(p.in, sp.offset), out, count, pre);
+          } else if (p.in != p.out) {
+            send = bytes_at(p.in, sp.offset);
+          }
+          recv = out;
+        } else {
+          st.staging = staging_.data() + (next_slot++ % depth) * plan.staging_bytes;
+          for (const SegmentPiece& sp : seg.pieces) {
+            cast_into(dtype, wire, bytes_at(call.pieces[sp.member].in, sp.offset / wire_elem * elem),
+                      st.staging + sp.staging_offset, sp.bytes / wire_elem, pre);
+          }
+          recv = st.staging;
+        }
+        st.reducing = timed ? steady_seconds() : 0;
+        started.push_back(st);
+        Status rs = reducer_->start(send, recv, count, type, op);
+        if (!rs.ok()) return rs;
+      }
+      while (!started.empty()) {
+        Status fs = finish_oldest();
+        if (!fs.ok()) return fs;
+      }
+      return Status::OK();
+    };
+    s = run_segments();
+    if (!s.ok()) reducer_->abandon();
+    return s;
   }
 
  private:
@@ -163,7 +296,7 @@ class MpiAllreduce : public Collective {
   const CpuTuning tuning_;
   const bool hierarchical_;
   std::unique_ptr<SegmentReducer> reducer_;
-  std::vector<char> staging_;  // the fusion buffer: one packed segment at a time
+  std::vector<char> staging_;  // the fusion buffer: a slot for each packed segment in flight
 };
 
 }  // namespace
