@@ -4,9 +4,7 @@ rank taking an equal share of every batch, so that the averaged gradient is the 
 count and the weights after --steps updates are those of plain gradient descent, whatever failed. A
 commit every 4 steps; with --kill-at S, rank 2 of 3 SIGKILLs itself before step S. Every rank prints its
 pid at the start and the end; rank 0 saves the weights to --out."""
-import argparse
 import os
-import signal
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
@@ -17,16 +15,11 @@ import numpy as np  # noqa: E402
 
 import kolo.jax as hvd  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--steps", type=int, default=30)
-parser.add_argument("--kill-at", type=int, default=-1)
-parser.add_argument("--out", required=True)
-args = parser.parse_args()
-ROWS, LR, COMMIT_EVERY = 48, 0.05, 4
+from least_squares import COMMIT_EVERY, LR, data, die_if_due, my_rows, parse_args  # noqa: E402
 
+args = parse_args()
 hvd.init()
-rng = np.random.default_rng(0)
-x, y = jnp.asarray(rng.normal(size=(ROWS, 8))), jnp.asarray(rng.normal(size=(ROWS, 1)))
+x, y = (jnp.asarray(a) for a in data())
 
 
 @jax.jit
@@ -38,10 +31,8 @@ def step(w, xs, ys):
 @hvd.elastic.run
 def train(state):
     while state.step < args.steps:
-        if state.step == args.kill_at and hvd.size() == 3 and hvd.rank() == 2:
-            os.kill(os.getpid(), signal.SIGKILL)
-        share = ROWS // hvd.size()
-        mine = slice(hvd.rank() * share, (hvd.rank() + 1) * share)
+        die_if_due(state.step, args.kill_at, hvd.rank(), hvd.size())
+        mine = my_rows(hvd.rank(), hvd.size())
         state.w = step(state.w, x[mine], y[mine])
         state.step += 1
         if state.step % COMMIT_EVERY == 0:

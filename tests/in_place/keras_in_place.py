@@ -5,9 +5,7 @@ that the averaged gradient is the whole batch's at any rank count and the weight
 plain gradient descent's, whatever failed. Committed at every epoch's end (CommitStateCallback); with
 --kill-at E, rank 2 of 3 SIGKILLs itself as epoch E's batch begins. Every rank prints its pid at the
 start and the end; rank 0 saves the weights to --out."""
-import argparse
 import os
-import signal
 
 import numpy as np
 
@@ -16,17 +14,12 @@ import keras  # noqa: E402
 
 import kolo.keras as hvd  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--epochs", type=int, default=30)
-parser.add_argument("--kill-at", type=int, default=-1)
-parser.add_argument("--out", required=True)
-args = parser.parse_args()
-ROWS, LR = 48, 0.05
+from least_squares import LR, ROWS, data, die_if_due, my_rows, parse_args  # noqa: E402
 
+args = parse_args("--epochs")
 hvd.init()
 keras.config.set_floatx("float64")
-rng = np.random.default_rng(0)
-x, y = rng.normal(size=(ROWS, 8)), rng.normal(size=(ROWS, 1))
+x, y = data()
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
 model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(LR)), loss="mse")
 
@@ -37,15 +30,13 @@ class KillAt(keras.callbacks.Callback):
         self.state = state
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self.state.epoch == args.kill_at and hvd.size() == 3 and hvd.rank() == 2:
-            os.kill(os.getpid(), signal.SIGKILL)
+        die_if_due(self.state.epoch, args.kill_at, hvd.rank(), hvd.size())
 
 
 @hvd.elastic.run
 def train(state):
-    share = ROWS // hvd.size()
-    mine = slice(hvd.rank() * share, (hvd.rank() + 1) * share)
-    model.fit(x[mine], y[mine], batch_size=share, epochs=args.epochs - state.epoch, shuffle=False, verbose=0,
+    mine = my_rows(hvd.rank(), hvd.size())
+    model.fit(x[mine], y[mine], batch_size=ROWS // hvd.size(), epochs=args.epochs - state.epoch, shuffle=False, verbose=0,
               callbacks=[KillAt(state), hvd.elastic.UpdateEpochStateCallback(state),
                          hvd.elastic.CommitStateCallback(state, batches_per_commit=1000)])
 
