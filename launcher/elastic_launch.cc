@@ -232,7 +232,8 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       // In place, the job may run on fewer ranks than it started with (lost ones cut out): a slot
       // that comes back is room to grow into.
       const int running = errors->in_place_size > 0 ? errors->in_place_size : num_proc;
-      if ((slots > total_slots(started_on) || running < num_proc) && attempt_num_proc(o, slots, attempt + 1) > running) {
+      const bool room = slots > total_slots(started_on) || running < num_proc;
+      if (room && attempt_num_proc(o, slots, attempt + 1) > running) {
         if (running < num_proc) {
           say() << "hosts " << hosts_text(s->hosts) << " have room for " << attempt_num_proc(o, slots, attempt + 1)
                 << " ranks while the job runs on " << running << " of its " << num_proc

@@ -102,7 +102,8 @@ class HierarchicalReducer : public SegmentReducer {
         return mpi_status(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross), "MPI_Allreduce (across hosts)");
       });
     } else if (t.cross_size > 1) {
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross), "MPI_Allreduce (across hosts)");
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross),
+                               "MPI_Allreduce (across hosts)");
     }
     flights_.push_back(std::move(f));
     return mode_ == Mode::kInTurn ? finish_oldest() : Status::OK();
