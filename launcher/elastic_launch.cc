@@ -233,9 +233,10 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       // that comes back is room to grow into.
       const int running = errors->in_place_size > 0 ? errors->in_place_size : num_proc;
       const bool room = slots > total_slots(started_on) || running < num_proc;
-      if (room && attempt_num_proc(o, slots, attempt + 1) > running) {
+      const int next_num_proc = attempt_num_proc(o, slots, attempt + 1);
+      if (room && next_num_proc > running) {
         if (running < num_proc) {
-          say() << "hosts " << hosts_text(s->hosts) << " have room for " << attempt_num_proc(o, slots, attempt + 1)
+          say() << "hosts " << hosts_text(s->hosts) << " have room for " << next_num_proc
                 << " ranks while the job runs on " << running << " of its " << num_proc
                 << " (lost ones cut out in place): asking the job to restart on them\n";
         } else {

@@ -27,21 +27,21 @@ void SurvivorExits::read(const std::string& line) {
   statuses_[size][rank] = status;
 }
 
-bool SurvivorExits::all_exited() const {
+const std::map<int, int>* SurvivorExits::complete() const {
   for (const auto& sized : statuses_) {
-    if (static_cast<int>(sized.second.size()) == sized.first) return true;
+    if (static_cast<int>(sized.second.size()) == sized.first) return &sized.second;
   }
-  return false;
+  return nullptr;
 }
 
+bool SurvivorExits::all_exited() const { return complete() != nullptr; }
+
 int SurvivorExits::status() const {
-  for (const auto& sized : statuses_) {
-    if (static_cast<int>(sized.second.size()) != sized.first) continue;
-    int worst = 0;
-    for (const auto& ranked : sized.second) worst = std::max(worst, ranked.second);
-    return worst;
+  int worst = 0;
+  if (const std::map<int, int>* ranks = complete()) {
+    for (const auto& ranked : *ranks) worst = std::max(worst, ranked.second);
   }
-  return 0;
+  return worst;
 }
 
 }  // namespace launcher

@@ -11,12 +11,12 @@
 namespace kolo {
 namespace launcher {
 
-// Each survivor prints, as it exits (bindings/python/kolo/_core.py):
-//   "kolo: rank R of N, left in place after a peer was lost, exits with status S"
 // The job's size after a recovery in place, from kolo.elastic's "kolo.elastic: in place: now rank R
 // of N, ..." (bindings/python/kolo/elastic/runner.py); 0 if the line is not that.
 int in_place_job_size(const std::string& line);
 
+// Each survivor prints, as it exits (bindings/python/kolo/_core.py):
+//   "kolo: rank R of N, left in place after a peer was lost, exits with status S"
 class SurvivorExits {
  public:
   // Counts the line if it is one of those.
@@ -27,6 +27,9 @@ class SurvivorExits {
   int status() const;
 
  private:
+  // The statuses of the job size whose every rank has said it exits; null if none has.
+  const std::map<int, int>* complete() const;
+
   std::map<int, std::map<int, int>> statuses_;  // size -> rank -> status
 };
 

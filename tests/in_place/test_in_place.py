@@ -36,40 +36,49 @@ ULFM = ["--with-ft", "ulfm", "--mca", "btl", "tcp,self", "--mca", "mpi_ft_detect
         "--mca", "mpi_ft_detector_period", "1", "--mca", "mpi_ft_detector_timeout", "4"]
 
 
-def start_job(tmp_path, event, ranks=3, peer_timeout=30):
+def job_env(**extra):
+    """A job's environment: without this suite's own KOLO_ULFM_* settings (not kolo's), with Open MPI's
+    consent to run as root, and `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **extra)
+    return env
+
+
+def launch(tmp_path, cmd, env):
+    """Starts `cmd`, its output going to tmp_path/job.log: the process and the log (for finish)."""
+    log = open(tmp_path / "job.log", "w+")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log
+
+
+def digits(out):
+    """The digits program's command line (tests/elastic/elastic_digits.py), its weights going to `out`."""
     from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}  # this test's, not kolo's
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
-               ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:%d" % (ranks - 1),
-               ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+    return [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
+            "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
+
+
+def start_job(tmp_path, event, ranks=3, peer_timeout=30):
+    env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
+                  ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:%d" % (ranks - 1),
+                  ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     out = tmp_path / "weights.pt"
     cmd = [MPIRUN] + ULFM + ["-np", str(ranks), "--oversubscribe"]
     for name in ("PYTHONPATH", "KOLO_PEER_TIMEOUT_SECONDS", "ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER",
                  "ELASTIC_TEST_HOSTS_FILE"):
         cmd += ["-x", name]
-    cmd += [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
-            "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
-    log = open(tmp_path / "job.log", "w+")
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
+    return launch(tmp_path, cmd + digits(out), env) + (out,)
 
 
 def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2", ranks=3):
     """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN."""
-    from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
-    env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
-               KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
-               ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER=hosts_after,
-               ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+    env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
+                  KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout), ELASTIC_TEST_EVENT=event,
+                  ELASTIC_TEST_HOSTS_AFTER=hosts_after, ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     out = tmp_path / "weights.pt"
     cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), *options]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
         cmd += ["-x", name]
-    cmd += [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
-            "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
-    log = open(tmp_path / "job.log", "w+")
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, out
+    return launch(tmp_path, cmd + digits(out), env) + (out,)
 
 
 def finish(job, log, until=(), timeout=120):
@@ -214,19 +223,15 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     # down for good; the others go on in place and the job ends (MPI_Finalize's fence would wait for the
     # lost rank across hosts: kolo skips it once a peer has failed; mpirun would wait for the host cut
     # off: kolorun ends it once every survivor has exited).
-    from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
     ranks = hosts * slots
     out = tmp_path / "weights.pt"
     command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} --in-place --min-np 2 '
                '-np {ranks} -H $H --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET -x ELASTIC_TEST_EVENT '
-               '-x ELASTIC_TEST_HOSTS_FILE -x ELASTIC_TEST_HOSTS_AFTER {python} {program} --epochs {epochs} '
-               '--batch-size {batch} --commit-every {every} --lr {lr} --out {out}'
-               .format(slots=slots, ranks=ranks, kolorun=BUILD / "bin" / "kolorun", python=sys.executable,
-                       program=PROGRAM, epochs=EPOCHS, batch=BATCH, every=COMMIT_EVERY, lr=LR, out=out))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
-    env.update(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, ELASTIC_TEST_EVENT="0:%d:10:%s" % (ranks - 1, event),
-               KOLO_PEER_TIMEOUT_SECONDS="3",
-               ELASTIC_TEST_HOSTS_AFTER="none:1", ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+               '-x ELASTIC_TEST_HOSTS_FILE -x ELASTIC_TEST_HOSTS_AFTER {digits}'
+               .format(slots=slots, ranks=ranks, kolorun=BUILD / "bin" / "kolorun", digits=" ".join(digits(out))))
+    env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_PEER_TIMEOUT_SECONDS="3",
+                  ELASTIC_TEST_EVENT="0:%d:10:%s" % (ranks - 1, event), ELASTIC_TEST_HOSTS_AFTER="none:1",
+                  ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
     job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", str(hosts), "--", "sh", "-c",
                           command], capture_output=True, text=True, env=env, timeout=240)
     if job.returncode == 77:
@@ -272,14 +277,11 @@ def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
              "jax_in_place.py": "jax/libkolo_xla_ffi.so"}[script]
     if not (BUILD / "python" / "kolo" / built).exists():
         pytest.skip("kolo's %s was not built against this MPI" % built)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(BUILD / "python"),
-               KERAS_BACKEND=backend or "tensorflow", JAX_PLATFORMS="cpu")
+    env = job_env(PYTHONPATH=str(BUILD / "python"), KERAS_BACKEND=backend or "tensorflow", JAX_PLATFORMS="cpu")
     out = tmp_path / "w.npy"
-    log = open(tmp_path / "job.log", "w+")
-    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x", "KERAS_BACKEND",
-                                              "-x", "JAX_PLATFORMS", python, str(HERE / script), *flags, "--kill-at",
-                                              "10", "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x",
+                                                   "KERAS_BACKEND", "-x", "JAX_PLATFORMS", python, str(HERE / script),
+                                                   *flags, "--kill-at", "10", "--out", str(out)], env)
     text = finish(job, log, timeout=180)
     assert job.returncode == 0, text
     started, ended = pids(text, "starts"), pids(text, "ends")
@@ -332,10 +334,7 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path):
     program = BUILD / "tests" / "device_in_place"
     if not program.exists():
         pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    log = open(tmp_path / "job.log", "w+")
-    job = subprocess.Popen([MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", str(program), "10", "4"], stdout=log,
-                           stderr=subprocess.STDOUT, env=env)
+    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", str(program), "10", "4"], job_env())
     text = finish(job, log, timeout=120)
     assert job.returncode == 0, text
     started, ended = pids(text, "starts"), pids(text, "ends")

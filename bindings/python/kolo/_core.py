@@ -95,7 +95,7 @@ _exit_status = None    # what this process exits with, where kolo knows it (a pl
 def _at_exit():
     _C.shutdown()
     if _left_in_place is not None:
-        # kolorun --in-place waits for this line from every survivor (launcher/survivor_exits.h): mpirun
+        # kolorun --in-place waits for this line from every survivor (launcher/in_place_reports.h): mpirun
         # itself would wait for the lost process, which never ends if it is frozen or cut off. Python
         # keeps the exception that ended the script in sys.last_value; a sys.exit(code) it does not tell.
         status = _exit_status if _exit_status is not None else 1 if getattr(sys, "last_value", None) is not None else 0

@@ -49,9 +49,10 @@ class JaxState(ObjectState):
 
     def _save_arrays(self):
         # np.array copies: a later donation or update of the device buffers cannot touch the commit.
-        self._saved_arrays = {name: (jax.tree_util.tree_map(lambda a: np.array(a, copy=True), getattr(self, name)),
-                                     jax.tree_util.tree_map(lambda a: a.sharding, getattr(self, name)))
-                              for name in self._array_names}
+        trees = {name: getattr(self, name) for name in self._array_names}
+        self._saved_arrays = {name: (jax.tree_util.tree_map(lambda a: np.array(a, copy=True), tree),
+                                     jax.tree_util.tree_map(lambda a: a.sharding, tree))
+                              for name, tree in trees.items()}
 
     def _restore_arrays(self):
         for name, (values, shardings) in self._saved_arrays.items():
