@@ -5,6 +5,7 @@
 
 #include "comm/barrier.h"
 #include "comm/device/device_collectives.h"
+#include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_control_channel.h"
 #include "comm/mpi/mpi_fault.h"
@@ -86,6 +87,13 @@ Status Runtime::init(const Settings& overrides) {
   track_comm(sets_comm_);
 
   std::unique_ptr<CollectiveRegistry> registry = collectives_for(&config, *context_, &device_);
+  // After a recovery in place the job's GPU context starts with the communicators shrunk from the last.
+  for (int g = 0; g < DeviceContext::kGroups && device_; ++g) {
+    if (!carried_.group[g]) continue;
+    const Status adopted = device_->adopt(static_cast<DeviceContext::Group>(g), std::move(carried_.group[g]));
+    if (!adopted.ok()) device_->poison(adopted);
+  }
+  carried_ = SurvivingComms();
   engine_ = std::make_shared<Engine>(config, topo, std::make_unique<MpiControlChannel>(context_->control()),
                                      std::move(registry), std::move(timeline), &handles_);
   engine_->start();
@@ -356,22 +364,24 @@ Status Runtime::recover_in_place() {
     }
     forget_engine(e);
   }
-  // No engine uses the old GPU context any more: its communicators, the lost peer in them, are aborted
-  // now, not at the process's end (where destroying them would first wait for the lost peer).
-  std::vector<std::shared_ptr<DeviceContext>> devices;
+  // No engine uses the old GPU context any more.
+  std::shared_ptr<DeviceContext> device;
   Status why;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    devices.swap(failed_devices_);
+    if (!failed_devices_.empty()) device = failed_devices_.back();
+    failed_devices_.clear();
     why = peers_failed_;
   }
-  for (const auto& d : devices) d->abort_comms(why);
   const double stopped = steady_seconds();
   MPI_Comm survivors = MPI_COMM_NULL;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Status s = shrink_survivors(world_, &survivors);
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      if (device) device->abort_comms(why);
+      return s;
+    }
     // The old communicator stays (exiting threads may still hold calls on it); its ranks are gone.
     untrack_comm(world_);
     world_ = survivors;
@@ -380,9 +390,18 @@ Status Runtime::recover_in_place() {
     rearm_peer_failure();
   }
   const double shrunk = steady_seconds();
-  KOLO_LOG(kInfo, "recovered in place: the job goes on without its lost ranks (stop " << stopped - start
-                                                                                  << " s, shrink " << shrunk - stopped
-                                                                                  << " s)");
+  // Its communicators, the lost peers in them, are shrunk to the survivors for the next GPU context
+  // where they can be, and aborted now, not at the process's end (where destroying them would first
+  // wait for the lost peers).
+  SurvivingComms carried = shrink_device_comms(device.get(), survivors, why);
+  const double devices_shrunk = steady_seconds();
+  KOLO_LOG(kInfo, "recovered in place: the job goes on without its lost ranks (stop "
+                      << stopped - start << " s, shrink " << shrunk - stopped << " s, "
+                      << carried.shrunk << " GPU communicator(s) shrunk in " << devices_shrunk - shrunk << " s)");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    carried_ = std::move(carried);
+  }
   Settings overrides;
   {
     std::lock_guard<std::mutex> lock(mu_);

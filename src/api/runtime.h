@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/device/device_context.h"
+#include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_context.h"
 #include "comm/mpi/mpi_peer_watch.h"
 #include "comm/mpi/mpi_runtime.h"
@@ -146,7 +147,8 @@ class Runtime {
   Settings overrides_;   // init()'s, for recovery
   std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
   std::vector<std::shared_ptr<void>> kept_;       // after a loss, to the process's end
-  std::vector<std::shared_ptr<DeviceContext>> failed_devices_;  // in place: to abort once their engines end
+  std::vector<std::shared_ptr<DeviceContext>> failed_devices_;  // in place: to shrink once their engines end
+  SurvivingComms carried_;  // shrunk by recover_in_place, for the job's next GPU context
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"
 };
 

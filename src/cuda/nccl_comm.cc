@@ -2,9 +2,11 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "cuda/cuda_status.h"
 
@@ -52,7 +54,8 @@ Status nccl_type_and_op(DataType dtype, ReduceOp op, ncclDataType_t* t, ncclRedO
 
 class NcclComm : public DeviceComm {
  public:
-  NcclComm(ncclComm_t comm, int size, int rank, double timeout) : comm_(comm), size_(size), rank_(rank), timeout_(timeout) {}
+  NcclComm(ncclComm_t comm, int size, int rank, int ordinal, double timeout)
+      : comm_(comm), size_(size), rank_(rank), ordinal_(ordinal), timeout_(timeout) {}
   ~NcclComm() override {
     if (comm_ == nullptr) return;
     // At exit, CUDA may have unloaded before kolo's own exit hook runs: NCCL cannot be driven then.
@@ -137,6 +140,41 @@ class NcclComm : public DeviceComm {
     comm_ = nullptr;
   }
 
+  Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) override {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+    if (aborted_) return Status::Aborted("ncclCommShrink: the NCCL communicator was aborted");
+    DeviceGuard guard(ordinal_);
+    if (!guard.status().ok()) return guard.status();
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    std::vector<int> list = excluded;
+    ncclComm_t fresh = nullptr;
+    // ABORT: the work still queued on this communicator waits for the lost peers; it is stopped first.
+    const ncclResult_t r =
+        ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), &fresh, &config, NCCL_SHRINK_ABORT);
+    if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, "ncclCommShrink", comm_);
+    // Nonblocking, NCCL writes the new handle a little later (seen on 2.28: ncclSuccess, handle still
+    // null for about 20 ms): poll it, within the communicator's bound.
+    const double deadline = now_seconds() + timeout_;
+    while (__atomic_load_n(&fresh, __ATOMIC_ACQUIRE) == nullptr) {
+      if (now_seconds() > deadline) {
+        return Status::Aborted("ncclCommShrink gave no communicator within " + std::to_string(static_cast<int>(timeout_)) +
+                               " s (a survivor that never called it)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    const int below = static_cast<int>(std::count_if(excluded.begin(), excluded.end(), [&](int x) { return x < rank_; }));
+    auto nccl = std::make_unique<NcclComm>(fresh, size_ - static_cast<int>(excluded.size()), rank_ - below, ordinal_,
+                                           timeout_);
+    Status s = nccl->wait_ready("ncclCommShrink", timeout_);
+    if (!s.ok()) return s;
+    *out = std::move(nccl);
+    return Status::OK();
+#else
+    return DeviceComm::shrink(excluded, out);  // NCCL before 2.27 has no ncclCommShrink
+#endif
+  }
+
   // Polls the nonblocking communicator until the last call is done with; gives up (aborting the
   // communicator) after `seconds`.
   Status wait_ready(const char* what, double seconds) {
@@ -175,6 +213,7 @@ class NcclComm : public DeviceComm {
   ncclComm_t comm_;
   int size_;
   int rank_;
+  int ordinal_;
   double timeout_;
   bool aborted_ = false;
   bool in_group_ = false;
@@ -197,7 +236,7 @@ Status make_nccl_comm(int ordinal, const CommMembers& members, double timeout_se
   ncclComm_t comm = nullptr;
   const ncclResult_t r = ncclCommInitRankConfig(&comm, members.size, id, members.rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, "ncclCommInitRankConfig", comm);
-  auto nccl = std::make_unique<NcclComm>(comm, members.size, members.rank, timeout_seconds);
+  auto nccl = std::make_unique<NcclComm>(comm, members.size, members.rank, ordinal, timeout_seconds);
   Status s = nccl->wait_ready("ncclCommInitRankConfig", timeout_seconds);
   if (!s.ok()) return s;
   *out = std::move(nccl);

@@ -71,6 +71,15 @@ class DeviceComm {
   // Stops every operation on the communicator; afterwards none of its work writes memory and every
   // call fails. Bounded: returns even when peers are frozen.
   virtual void abort() = 0;
+  // After peers are lost: a communicator of the members that remain, this one's ranks less `excluded`
+  // (ascending), in the same order (NCCL's ncclCommShrink). Collective over the remaining members; stops
+  // this communicator's work first; this one is then only to be aborted. kUnsupported where the library
+  // cannot (kolo then makes a new communicator, as at the start). Bounded, as abort().
+  virtual Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) {
+    (void)excluded;
+    (void)out;
+    return Status::Unsupported("this device library cannot shrink a communicator");
+  }
 };
 
 // Who is in a new communicator. `id` comes from unique_id() on the group's first member and is

@@ -1,6 +1,9 @@
 #include "gpu_double/host_double.h"
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // ULFM, for shrink()
+#endif
 #include <sched.h>
 
 #include <chrono>
@@ -9,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <thread>
+#include <vector>
 
 #include "comm/mpi/mpi_types.h"
 #include "cuda/batch_math.h"
@@ -419,6 +423,40 @@ class DoubleComm : public DeviceComm {
     if (state_->error.ok()) state_->error = Status::Aborted("the communicator was aborted");
   }
 
+  // ULFM's revoke and shrink, as NCCL_SHRINK_ABORT: the stream's work here is abandoned, the members
+  // agree who is left. What NCCL takes on trust, the double checks: `excluded` must be exactly the
+  // members lost.
+  Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) override {
+#if defined(MPIX_ERR_PROC_FAILED)
+    abort();
+    MPIX_Comm_revoke(comm_);
+    MPI_Comm fresh = MPI_COMM_NULL;
+    const int rc = MPIX_Comm_shrink(comm_, &fresh);
+    if (rc != MPI_SUCCESS) return Status::Internal("host double: MPIX_Comm_shrink failed: " + mpi_error(rc));
+    MPI_Group from = MPI_GROUP_NULL, to = MPI_GROUP_NULL;
+    MPI_Comm_group(comm_, &from);
+    MPI_Comm_group(fresh, &to);
+    std::vector<int> ranks(static_cast<size_t>(size_)), there(static_cast<size_t>(size_)), lost;
+    for (int i = 0; i < size_; ++i) ranks[static_cast<size_t>(i)] = i;
+    MPI_Group_translate_ranks(from, size_, ranks.data(), to, there.data());
+    MPI_Group_free(&from);
+    MPI_Group_free(&to);
+    for (int i = 0; i < size_; ++i) {
+      if (there[static_cast<size_t>(i)] == MPI_UNDEFINED) lost.push_back(i);
+    }
+    if (lost != excluded) {
+      MPI_Comm_free(&fresh);
+      return Status::Internal("host double: shrink excluded ranks " + list(excluded) + ", but the ranks lost are " +
+                              list(lost));
+    }
+    device_->count_shrink();
+    *out = std::make_unique<DoubleComm>(device_, fresh);
+    return Status::OK();
+#else
+    return DeviceComm::shrink(excluded, out);
+#endif
+  }
+
  private:
   // What the stream's work shares with the communicator, kept alive by both.
   struct State {
@@ -426,6 +464,12 @@ class DoubleComm : public DeviceComm {
     bool aborted = false;
     Status error;
   };
+
+  static std::string list(const std::vector<int>& ranks) {
+    std::string text = "[";
+    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+    return text + "]";
+  }
 
   Status check(const void* data, int64_t bytes, const std::string& what) {
     if (bytes == 0 || device_->is_device_memory(data, bytes)) return Status::OK();
@@ -516,6 +560,7 @@ Status HostDouble::create_comm(int, const CommMembers& m, std::unique_ptr<Device
   const int rc = MPI_Comm_dup(*static_cast<const MPI_Comm*>(m.mpi_comm), &c);
   if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_dup failed: " + mpi_error(rc));
   *comm = std::make_unique<DoubleComm>(this, c);
+  ++comms_made_;
   return Status::OK();
 }
 

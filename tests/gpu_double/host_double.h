@@ -7,7 +7,8 @@
 //   reaches it; a stream waits on an event without the host waiting, as in CUDA.
 // - The batched copy runs batch_math.h's functions (the kernel's own arithmetic and index math).
 // - A communicator is an MPI communicator of the members, driven with nonblocking MPI on the
-//   stream's worker, so abort() stops it even when a peer never answers.
+//   stream's worker, so abort() stops it even when a peer never answers; with ULFM it shrinks (revoke,
+//   shrink) as NCCL's does.
 #pragma once
 
 #include <atomic>
@@ -54,6 +55,10 @@ class HostDouble : public DeviceBackend {
   // Batched copies launched so far (one per call), and allocations alive.
   int64_t batched_copies() const { return batched_copies_; }
   size_t live_allocations() const;
+  // Communicators made by create_comm, and made by shrinking one (ULFM underneath).
+  int comms_made() const { return comms_made_; }
+  int comms_shrunk() const { return comms_shrunk_; }
+  void count_shrink() { ++comms_shrunk_; }
 
   struct Stream;
   struct Event;
@@ -66,6 +71,8 @@ class HostDouble : public DeviceBackend {
   std::map<const char*, int64_t> allocations_;  // start -> bytes
   std::unique_ptr<Stream> default_stream_;
   std::atomic<int64_t> batched_copies_{0};
+  std::atomic<int> comms_made_{0};
+  std::atomic<int> comms_shrunk_{0};
   int64_t next_id_ = 0;
 };
 

@@ -1,9 +1,10 @@
 // The GPU path in place (ULFM), on the host double (tests/gpu_double): 3 ranks allreduce device tensors
 // step after step; rank 1 dies while a step's collectives are on the others' devices. The survivors' ops
-// fail with kPeersFailed (the device communicators are aborted, so no work of theirs is left waiting on
-// the lost peer), they call recover_in_place(), which shrinks the job and makes kolo's device
-// communicators again over the survivors (ranks 0 and 2 of MPI_COMM_WORLD, now 0 and 1), and go on
-// from the step that failed, each result exact.
+// fail with kPeersFailed (no work of theirs is left waiting on the lost peer), they call
+// recover_in_place(), which shrinks the job and kolo's device communicators to the survivors (ranks 0
+// and 2 of MPI_COMM_WORLD, now 0 and 1; the double checks the ranks kolo excludes), and go on from the
+// step that failed, each result exact. At the end each says how many device communicators were made
+// and how many shrunk.
 //
 //   mpirun --with-ft ulfm --mca btl tcp,self -np 3 device_in_place STEPS DIE_AT
 #include <mpi.h>
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     ++step;
   }
+  std::printf("rank %d of %d: device communicators made %d, shrunk %d\n", kolo::rank(), kolo::size(),
+              device->comms_made(), device->comms_shrunk());
   std::printf("rank %d of %d ends with pid %d\n", kolo::rank(), kolo::size(), static_cast<int>(getpid()));
   std::fflush(stdout);
   for (void* t : tensors) device->free(t);

@@ -162,6 +162,24 @@ void DeviceContext::abort_comms(const Status& why) {
   }
 }
 
+MPI_Comm DeviceContext::mpi_comm(Group group) const {
+  return group == Group::kWorld ? mpi_.data() : group == Group::kLocal ? mpi_.local() : mpi_.cross();
+}
+
+Status DeviceContext::adopt(Group group, std::unique_ptr<DeviceComm> comm) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(mpi_comm(group), &rank);
+  MPI_Comm_size(mpi_comm(group), &size);
+  if (comm->size() != size || comm->rank() != rank) {
+    comm->abort();
+    return Status::Internal("a shrunk " + library_ + " communicator is rank " + std::to_string(comm->rank()) + " of " +
+                            std::to_string(comm->size()) + ", its group's MPI communicator rank " +
+                            std::to_string(rank) + " of " + std::to_string(size));
+  }
+  comms_[static_cast<int>(group)] = std::move(comm);
+  return Status::OK();
+}
+
 Status DeviceContext::comm(Group group, DeviceComm** out) {
   if (!poisoned_.ok()) return poisoned_;
   std::unique_ptr<DeviceComm>& slot = comms_[static_cast<int>(group)];
@@ -169,7 +187,7 @@ Status DeviceContext::comm(Group group, DeviceComm** out) {
     *out = slot.get();
     return Status::OK();
   }
-  const MPI_Comm mc = group == Group::kWorld ? mpi_.data() : group == Group::kLocal ? mpi_.local() : mpi_.cross();
+  const MPI_Comm mc = mpi_comm(group);
   CommMembers members;
   MPI_Comm_rank(mc, &members.rank);
   MPI_Comm_size(mc, &members.size);

@@ -63,7 +63,15 @@ class DeviceContext {
   // The communicators: every rank of the job; the ranks on this host; the ranks of this local rank,
   // one per host.
   enum class Group { kWorld = 0, kLocal = 1, kCross = 2 };
+  static constexpr int kGroups = 3;
   Status comm(Group group, DeviceComm** comm);
+  // The group's MPI communicator (its members, in their order); the communicator made for it so far, or
+  // null.
+  MPI_Comm mpi_comm(Group group) const;
+  DeviceComm* made(Group group) const { return comms_[static_cast<int>(group)].get(); }
+  // Before any op: the group's communicator is `comm` (one shrunk from the last context's after a peer
+  // was lost in place) instead of a new one. Fails, keeping nothing, if its members are not the group's.
+  Status adopt(Group group, std::unique_ptr<DeviceComm> comm);
   // A communicator has failed: none is used again (ops fail with `why`).
   void poison(const Status& why);
   // After a peer lost in place, once no engine uses this context: aborts every communicator (the lost

@@ -1,0 +1,86 @@
+#include "comm/device/surviving_comms.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+
+namespace kolo {
+namespace {
+
+using Group = DeviceContext::Group;
+constexpr int kLocalRankKept = 1 << DeviceContext::kGroups;  // a bit after the groups'
+
+const char* group_name(int g) { return g == 0 ? "the job" : g == 1 ? "this host" : "across hosts"; }
+
+}  // namespace
+
+std::vector<int> lost_members(MPI_Comm comm, MPI_Comm survivors) {
+  MPI_Group from = MPI_GROUP_NULL, to = MPI_GROUP_NULL;
+  MPI_Comm_group(comm, &from);
+  MPI_Comm_group(survivors, &to);
+  int n = 0;
+  MPI_Group_size(from, &n);
+  std::vector<int> ranks(static_cast<size_t>(n)), there(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ranks[static_cast<size_t>(i)] = i;
+  MPI_Group_translate_ranks(from, n, ranks.data(), to, there.data());
+  MPI_Group_free(&from);
+  MPI_Group_free(&to);
+  std::vector<int> lost;
+  for (int i = 0; i < n; ++i) {
+    if (there[static_cast<size_t>(i)] == MPI_UNDEFINED) lost.push_back(i);
+  }
+  return lost;
+}
+
+SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const Status& why) {
+  SurvivingComms out;
+  // What this rank can offer: each group's communicator made, and whether its place on its host stays
+  // (a lost rank below it on the host moves it down, into another group across hosts).
+  std::vector<int> lost[DeviceContext::kGroups];
+  int mine = 0;
+  if (old != nullptr) {
+    for (int g = 0; g < DeviceContext::kGroups; ++g) {
+      if (old->made(static_cast<Group>(g)) == nullptr) continue;
+      mine |= 1 << g;
+      lost[g] = lost_members(old->mpi_comm(static_cast<Group>(g)), survivors);
+    }
+    int local_rank = 0;
+    MPI_Comm_rank(old->mpi_comm(Group::kLocal), &local_rank);
+    const std::vector<int> gone = lost_members(old->mpi_comm(Group::kLocal), survivors);
+    if (std::none_of(gone.begin(), gone.end(), [&](int r) { return r < local_rank; })) mine |= kLocalRankKept;
+  }
+  int agreed = 0;
+  if (MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_BAND, survivors) != MPI_SUCCESS) agreed = 0;
+  if (!(agreed & kLocalRankKept)) agreed &= ~(1 << static_cast<int>(Group::kCross));
+  int shrunk = 0;
+  for (int g = 0; g < DeviceContext::kGroups && old != nullptr; ++g) {
+    if (!(agreed & (1 << g))) continue;
+    Status s = old->made(static_cast<Group>(g))->shrink(lost[g], &out.group[g]);
+    if (s.ok()) {
+      shrunk |= 1 << g;
+    } else {
+      out.group[g].reset();
+      KOLO_LOG(kWarning, "the " << old->library() << " communicator of " << group_name(g)
+                                << " could not be shrunk: " << s.message());
+    }
+  }
+  // A group is carried only where every survivor has its shrunk communicator: one rank making it anew
+  // while another uses the shrunk one would wait for each other.
+  int everywhere = 0;
+  if (MPI_Allreduce(&shrunk, &everywhere, 1, MPI_INT, MPI_BAND, survivors) != MPI_SUCCESS) everywhere = 0;
+  for (int g = 0; g < DeviceContext::kGroups; ++g) {
+    if (!out.group[g]) continue;
+    if (everywhere & (1 << g)) {
+      ++out.shrunk;
+    } else {
+      out.group[g]->abort();
+      out.group[g].reset();
+    }
+  }
+  if (old != nullptr) old->abort_comms(why);
+  return out;
+}
+
+}  // namespace kolo
