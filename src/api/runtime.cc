@@ -372,6 +372,11 @@ Status Runtime::recover_in_place() {
     if (!failed_devices_.empty()) device = failed_devices_.back();
     failed_devices_.clear();
     why = peers_failed_;
+    // A recovery that did not finish (another peer lost meanwhile) left what it shrank: that peer is in them.
+    for (auto& c : carried_.group) {
+      if (c) c->abort();
+    }
+    carried_ = SurvivingComms();
   }
   const double stopped = steady_seconds();
   MPI_Comm survivors = MPI_COMM_NULL;

@@ -6,7 +6,9 @@ hook, from the environment: ELASTIC_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes 
 step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a line
 each (what the discovery script prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"), for "freeze", SIGSTOP itself
 (frozen: kolo's peer watch finds it), for "cut", takes its host's link down for good (emulated hosts
-only); "grow" only writes the hosts. Several events: ";" between them, and between their hosts after.
+only), for "die-in-recovery", SIGKILLs itself when a peer's failure next reaches it (while the others
+recover: before the shrink), for "die-in-sync", in the recovery's sync (after the shrink); "grow" only
+writes the hosts. Several events: ";" between them, and between their hosts after.
 Every rank prints its pid at the start and the end (in place, the survivors' are the same); rank 0 prints
 where each attempt (or, in place, each recovery) starts; at the end it saves the weights to --out and
 prints the test accuracy."""
@@ -48,6 +50,7 @@ optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_par
 events = [e.split(":") for e in os.environ.get("ELASTIC_TEST_EVENT", "").split(";") if e]
 hosts_after = os.environ.get("ELASTIC_TEST_HOSTS_AFTER", "").split(";")
 attempt = int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
+dies_in_recovery = None  # when, for the die-in-* events
 
 
 def test_event(step):
@@ -59,6 +62,9 @@ def test_event(step):
         print("event %s at %.3f" % (event[3], time.time()), flush=True)
         if event[3] in ("die", "freeze"):
             os.kill(os.getpid(), signal.SIGKILL if event[3] == "die" else signal.SIGSTOP)
+        if event[3] in ("die-in-recovery", "die-in-sync"):
+            global dies_in_recovery
+            dies_in_recovery = event[3]
         if event[3] == "cut":  # the host's link goes down for good (an emulated host: its own eth0)
             time.sleep(0.5)  # the line above, forwarded by mpirun's daemon, gets out first
             subprocess.run(["ip", "link", "set", "eth0", "down"], check=True)
@@ -66,6 +72,18 @@ def test_event(step):
 
 @hvd.elastic.run
 def train(state):
+    try:
+        train_from(state)
+    except hvd.elastic.PeersFailedError:
+        # The others are recovering from the failure too: they lose this rank meanwhile.
+        if dies_in_recovery == "die-in-recovery":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if dies_in_recovery == "die-in-sync":
+            state.sync = lambda: os.kill(os.getpid(), signal.SIGKILL)
+        raise
+
+
+def train_from(state):
     if hvd.rank() == 0:
         print("attempt %d starts at step %d on %d ranks at %.3f" % (attempt, state.step, hvd.size(), time.time()),
               flush=True)

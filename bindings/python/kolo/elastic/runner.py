@@ -110,6 +110,22 @@ def _min_np():
     return int(os.environ.get("KOLO_ELASTIC_MIN_NP", "1"))
 
 
+def _recover(state):
+    """Shrinks the job to the survivors and syncs the state from rank 0, again over those left for as
+    long as another peer fails meanwhile (MPI's shrink leaves out whoever failed before it agreed; a
+    failure after it fails kolo's restart or the sync)."""
+    while True:
+        try:
+            _core.recover_in_place()
+            state.sync()
+            return
+        except Exception as e:  # noqa: BLE001 - as in _run_in_place
+            if not _peers_failed(e):
+                raise
+            print("kolo.elastic: another peer failed during the recovery, which starts again: %s" % e, file=sys.stderr,
+                  flush=True)
+
+
 def _run_in_place(func, state, args, kwargs):
     """ULFM on (Open MPI 5, mpirun --with-ft ulfm): a lost peer is cut out in place. The survivors'
     ops fail with PeersFailedError; each rolls back to its last commit, kolo shrinks the job to them,
@@ -122,8 +138,7 @@ def _run_in_place(func, state, args, kwargs):
                 raise
             before, start = (_core.rank(), _core.size()), time.perf_counter()
             state.restore()
-            _core.recover_in_place()
-            state.sync()
+            _recover(state)
             print("kolo.elastic: rank %d of %d: %s\nkolo.elastic: in place: now rank %d of %d, from commit %d "
                   "(restore, shrink, restart and sync: %.3f s)" % (before[0], before[1], e, _core.rank(), _core.size(),
                                                                  state._commit_number, time.perf_counter() - start),
