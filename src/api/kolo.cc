@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -66,6 +67,21 @@ Status begin(const std::string& name, OpKind kind, int process_set, Call* call) 
 
 Handle rejected(const Status& s) { return Handle(Runtime::instance().handles().create_done(s)); }
 
+// Inside a blocking call (allreduce, not allreduce_async): its op goes to the engine without waking
+// kolo's thread, and the caller drives it (Engine::drive) before waiting.
+thread_local bool t_blocking = false;
+thread_local std::shared_ptr<Engine> t_driven;  // the engine that op went to
+
+Status blocking(const std::function<Handle()>& start, Output* output = nullptr) {
+  t_blocking = true;
+  const Handle h = start();
+  t_blocking = false;
+  std::shared_ptr<Engine> engine = std::move(t_driven);
+  t_driven.reset();
+  if (engine) engine->drive(h.id());
+  return Runtime::instance().handles().wait(h.id(), -1, output);
+}
+
 std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& input, const TensorView& output) {
   auto e = std::make_unique<TensorEntry>();
   Request& q = e->request;
@@ -96,7 +112,8 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
   const Handle h(e->handle);
   // A refusal at the queue names the job's rank and the set.
   RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");
-  call.engine->submit(std::move(e));
+  call.engine->submit(std::move(e), t_blocking);
+  if (t_blocking) t_driven = call.engine;
   return h;
 }
 
@@ -259,29 +276,31 @@ std::optional<Status> poll(Handle handle) { return Runtime::instance().handles()
 
 Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
                  const AllreduceOptions& options) {
-  return wait(allreduce_async(name, input, output, options));
+  return blocking([&] { return allreduce_async(name, input, output, options); });
 }
 
 Status allgather(const std::string& name, const TensorView& input, Output* output, const SizedOutputOptions& options) {
-  return wait(allgather_async(name, input, options), output);
+  return blocking([&] { return allgather_async(name, input, options); }, output);
 }
 
 Status broadcast(const std::string& name, const TensorView& input, const TensorView& output, int root_rank,
                  const BroadcastOptions& options) {
-  return wait(broadcast_async(name, input, output, root_rank, options));
+  return blocking([&] { return broadcast_async(name, input, output, root_rank, options); });
 }
 
 Status alltoall(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits, Output* output,
                 const SizedOutputOptions& options) {
-  return wait(alltoall_async(name, input, splits, options), output);
+  return blocking([&] { return alltoall_async(name, input, splits, options); }, output);
 }
 
 Status reducescatter(const std::string& name, const TensorView& input, const TensorView& output,
                      const ReducescatterOptions& options) {
-  return wait(reducescatter_async(name, input, output, options));
+  return blocking([&] { return reducescatter_async(name, input, output, options); });
 }
 
-Status barrier() { return wait(barrier_async()); }
+Status barrier() {
+  return blocking([] { return barrier_async(); });
+}
 
 Status join(int* last_joined_rank) {
   Output out;

@@ -1,7 +1,9 @@
 #include "api/runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "comm/barrier.h"
 #include "comm/device/device_collectives.h"
@@ -77,6 +79,8 @@ Status Runtime::init(const Settings& overrides) {
     s = Timeline::open(config.timeline_path, topo.rank, &timeline);
     if (!s.ok()) return s;
   }
+  // Cycles on callers' threads (Engine::drive) call MPI beside kolo's own threads.
+  if (mpi_.thread_level != MPI_THREAD_MULTIPLE) config.caller_drives = false;
   base_config_ = config;
   timeline_path_ = config.timeline_path;
   timeline_cycles_ = config.timeline_mark_cycles;
@@ -276,6 +280,25 @@ void Runtime::peer_lost(const std::string& why) {
     return lost_;
   });
   KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
+  end_if_a_caller_is_stuck(lost.message());
+}
+
+void Runtime::end_if_a_caller_is_stuck(const std::string& why) {
+  std::vector<std::shared_ptr<Engine>> engines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engines = engines_;
+  }
+  // A caller that drives a cycle (a blocking call, Engine::drive) may be inside MPI with the lost peer,
+  // where nothing reaches it: rather than leave the caller waiting for ever, the job ends, as it must.
+  std::thread([engines, why] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    for (const auto& e : engines) {
+      if (!e->driven()) continue;
+      KOLO_LOG(kError, why << "; a blocking call on this rank is still inside MPI with the lost peer: ending the job");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }).detach();
 }
 
 Status Runtime::fail_everything(size_t* failed_ops, const std::function<Status()>& why) {

@@ -103,6 +103,8 @@ class Runtime {
   // A peer stopped answering (the watch's thread): every engine is abandoned (its thread may be stuck
   // in MPI for good), every op in flight fails naming the peer, and so does every op after.
   void peer_lost(const std::string& why);
+  // After a lost peer (no ULFM): ends the job if a caller stays stuck in a cycle it drives.
+  void end_if_a_caller_is_stuck(const std::string& why);
   // OK, or why kolo stopped on a lost peer.
   Status lost_status();
   // ULFM's report (on the thread that saw it, kolo's communicators already revoked): every op in

@@ -23,6 +23,14 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_CYCLE_TIME_MS", "1",
        "Time between negotiation cycles while this rank has ops in flight; an op enqueued on an idle "
        "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
+      {"KOLO_CALLER_DRIVES", "1",
+       "A blocking call (allreduce, not allreduce_async) whose op is the only one in flight on its rank runs "
+       "the negotiation and the collective on the caller's thread, sparing the hand-off to kolo's thread and "
+       "back (most of a small op's latency); 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
+      {"KOLO_SMALL_OP_BYTES", "64",
+       "A CPU allreduce of at most this many bytes (float32, float64, int32 or int64; not Adasum) whose name "
+       "recurs rides on the negotiation's own collective when every rank has it ready: one collective "
+       "instead of two. Every cycle's negotiation carries this many bytes more; 0 turns it off."},
       {"KOLO_DEVICE_GROUPS_IN_FLIGHT", "2",
        "GPU groups on kolo's stream at once: with this many still running, the next cycle waits (at "
        "most 50 ms) for one to end, so what becomes ready meanwhile fuses into one group instead of "
@@ -160,6 +168,8 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   Config c;
   Parser p(lookup);
   p.non_negative_double("KOLO_CYCLE_TIME_MS", &c.cycle_time_ms);
+  p.boolean("KOLO_CALLER_DRIVES", &c.caller_drives);
+  p.non_negative_int("KOLO_SMALL_OP_BYTES", &c.small_op_bytes);
   p.non_negative_int("KOLO_DEVICE_GROUPS_IN_FLIGHT", &c.device_groups_in_flight);
   p.non_negative_int("KOLO_FUSION_THRESHOLD_BYTES", &c.fusion_threshold_bytes);
   p.non_negative_int("KOLO_CACHE_CAPACITY", &c.cache_capacity);
@@ -180,6 +190,7 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   // small, and segments whose element counts fit MPI's int counts.
   p.check(c.cycle_time_ms <= 60000.0, "KOLO_CYCLE_TIME_MS", "at most 60000 (one minute)");
   p.check(c.cache_capacity <= (1 << 20), "KOLO_CACHE_CAPACITY", "at most 1048576");
+  p.check(c.small_op_bytes <= 4096, "KOLO_SMALL_OP_BYTES", "at most 4096");
   p.check(c.segment_bytes <= (1ll << 30), "KOLO_SEGMENT_BYTES", "at most 1073741824 (1 GiB)");
   if (!p.status().ok()) return p.status();
   *config = c;

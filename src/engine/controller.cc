@@ -4,6 +4,7 @@
 
 #include "common/ranks.h"
 #include "common/logging.h"
+#include "engine/rider.h"
 #include "engine/wire.h"
 
 namespace kolo {
@@ -44,6 +45,7 @@ Controller::Controller(ControlChannel* channel, const Config& config, Clock cloc
       rank_(channel->rank()),
       size_(channel->size()),
       cached_stall_seconds_(stall_threshold(config)),
+      rider_data_bytes_(static_cast<size_t>(config.small_op_bytes)),
       cache_(static_cast<size_t>(config.cache_capacity)) {
   if (rank_ == 0) {
     coordinator_ = std::make_unique<Coordinator>(
@@ -77,7 +79,8 @@ void Controller::classify(Waiting w, std::vector<uint64_t>* invalid) {
   uncached_.push_back(std::move(w));
 }
 
-Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result) {
+Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result,
+                         const RiderLoader& load) {
   *result = CycleResult();
   const double now = clock_();
   std::vector<uint64_t> invalid_positions;
@@ -105,7 +108,19 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
   for (const auto& kv : cached_waiting_) set_bit(bits, ready_at, kv.first);
   for (size_t i = 0; i < ready_at; ++i) bits[i] = ~bits[i];
 
-  Status s = channel_->allreduce_and(&bits);
+  // This rank's first small allreduce ready on the cache rides along (the same op on every rank, or
+  // nothing is done by it).
+  std::string rider;
+  if (rider_data_bytes_ > 0) {
+    for (const auto& kv : cached_waiting_) {
+      if (!load || !can_ride(cache_.get(kv.first), rider_data_bytes_)) continue;
+      rider = load(kv.first, cache_.get(kv.first));
+      break;
+    }
+    if (rider.empty()) rider = empty_rider(rider_data_bytes_);
+  }
+  Status s = rider_data_bytes_ > 0 ? channel_->allreduce_and(&bits, &rider, &combine_riders)
+                                   : channel_->allreduce_and(&bits);
   if (!s.ok()) return s;
   for (size_t i = 0; i < ready_at; ++i) bits[i] = ~bits[i];
 
@@ -138,12 +153,21 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
     bits[ready_at + pos / 64] &= ~(1ull << (pos % 64));
   });
 
+  uint32_t rode = 0;
+  const char* reduced = nullptr;
+  const bool ridden = rider_data_bytes_ > 0 && rider_result(rider, &rode, &reduced);
   for_each_bit(bits, ready_at, cache_words, [&](size_t pos) {
     const uint32_t p = static_cast<uint32_t>(pos);
-    result->responses.push_back(cache_.get(p));
+    if (ridden && p == rode) {
+      result->ridden = true;
+      result->ridden_response = cache_.get(p);
+    } else {
+      result->responses.push_back(cache_.get(p));
+    }
     cache_.touch(p);
     cached_waiting_.erase(p);
   });
+  if (result->ridden) result->rider = std::move(rider);
 
   if ((bits[0] & kFlagUncached) || any_invalid || anyone_joined_) {
     std::vector<Response> negotiated;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
@@ -27,7 +28,15 @@ struct CycleResult {
   std::vector<int> shutdown_ranks;
   std::vector<int> joined_ranks;    // ranks in join() this cycle; they take part in ops they lack
   bool negotiated = false;          // this cycle went through rank 0 (not only the cache)
+  // A small allreduce done by the cycle's own collective (engine/rider.h): its response and the
+  // rider, whose data is the reduction.
+  bool ridden = false;
+  Response ridden_response;
+  std::string rider;
 };
+
+// The rider carrying the op cached at `position` (engine/rider.h's load_rider), or empty if it cannot.
+using RiderLoader = std::function<std::string(uint32_t position, const Response& response)>;
 
 using Clock = std::function<double()>;  // seconds, monotonic
 
@@ -35,8 +44,10 @@ class Controller {
  public:
   Controller(ControlChannel* channel, const Config& config, Clock clock = steady_seconds);
 
-  // `submitted`: requests new since the last cycle. Fails only when the channel does.
-  Status cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result);
+  // `submitted`: requests new since the last cycle. Fails only when the channel does. `load`: the
+  // riders of small allreduces (config.small_op_bytes; none without it).
+  Status cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result,
+               const RiderLoader& load = nullptr);
 
   const ResponseCache& cache() const { return cache_; }
 
@@ -56,6 +67,7 @@ class Controller {
   const int rank_;
   const int size_;
   const double cached_stall_seconds_;  // a cached op this old is sent to rank 0 so it can be reported
+  const size_t rider_data_bytes_;      // 0: no rider
   ResponseCache cache_;
   std::map<uint32_t, Waiting> cached_waiting_;  // by cache position
   std::vector<Waiting> uncached_;               // for rank 0 at the next negotiation

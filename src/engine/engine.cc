@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/ranks.h"
+#include "engine/rider.h"
 
 namespace kolo {
 
@@ -31,9 +32,11 @@ void Engine::start() {
   thread_ = std::thread([this] { loop(); });
 }
 
-void Engine::submit(std::unique_ptr<TensorEntry> entry) {
+void Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
   const int64_t handle = entry->handle;
-  Status s = queue_.push(std::move(entry));
+  const bool quiet = caller_drives && config_.caller_drives;
+  if (quiet) ++drivers_;  // until its drive() ends, the engine thread leaves cycles to it
+  Status s = queue_.push(std::move(entry), !quiet);
   if (s.ok() && abandoned_) {
     // Its thread may never take the op up (abandon() came after the caller found this engine).
     std::lock_guard<std::mutex> lock(timeline_mu_);
@@ -124,6 +127,8 @@ constexpr double kFirstNap = 10e-6, kLongestNap = 250e-6;
 }  // namespace
 
 double Engine::poll_device_work(double nap) {
+  std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return nap;  // a caller's cycle polls meanwhile
   const size_t before = executor_.running();
   executor_.poll();
   return executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
@@ -137,7 +142,7 @@ void Engine::wait_between_cycles(double seconds) {
     const double now = steady_seconds();
     if (now >= until) return;
     const double left = until - now;
-    if (executor_.running() == 0) {
+    if (executor_.running_any_thread() == 0) {
       queue_.wait_for_work(left);
       return;
     }
@@ -153,20 +158,92 @@ void Engine::hold_while_device_is_full() {
   // latency (milliseconds for NCCL over sockets). Cycles are collective, so every rank waits for
   // the slowest and the groups agree. Bounded, so that CPU ops and stall checks wait little.
   const size_t full = static_cast<size_t>(config_.device_groups_in_flight);
-  if (full == 0 || executor_.running() < full) return;
+  if (full == 0 || executor_.running_any_thread() < full) return;
   constexpr double kMostSeconds = 0.05;
   const double until = steady_seconds() + kMostSeconds;
   double nap = kFirstNap;
-  while (executor_.running() >= full && !stop_requested_ && steady_seconds() < until) {
+  while (executor_.running_any_thread() >= full && !stop_requested_ && steady_seconds() < until) {
     std::this_thread::sleep_for(std::chrono::duration<double>(nap));
     nap = poll_device_work(nap);
   }
 }
 
-void Engine::loop() {
+namespace {
+// Set while this thread runs a cycle: an op's callback that makes a blocking call must not drive (the
+// cycle lock is this thread's already).
+thread_local bool t_in_cycle = false;
+
+struct InCycle {
+  InCycle() { t_in_cycle = true; }
+  ~InCycle() { t_in_cycle = false; }
+};
+}  // namespace
+
+bool Engine::run_cycle(bool* idle) {
+  const InCycle in_cycle;
   // A process set's engine counts ranks within the set: its messages name job ranks and the set.
   RankLabels labels(topology_.job_ranks,
                     topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
+  switch_timeline();
+  CycleResult result;
+  const size_t rider_data = static_cast<size_t>(config_.small_op_bytes);
+  Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result,
+                               [this, rider_data](uint32_t position, const Response& r) {
+                                 TensorEntry* e = queue_.find(r.name);
+                                 return e != nullptr ? load_rider(position, r, *e, rider_data) : std::string();
+                               });
+  if (!s.ok()) {
+    // A lost peer survived in place (ULFM) was announced already: not an error of this rank's.
+    if (s.code() == StatusCode::kPeersFailed) {
+      KOLO_LOG(kInfo, "negotiation failed, stopping kolo on this rank: " << s.message());
+    } else {
+      KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
+    }
+    fail_all(set_prefix() + "negotiation failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
+             s.code() == StatusCode::kPeersFailed ? StatusCode::kPeersFailed : StatusCode::kInternal);
+    ended_ = true;
+    return false;
+  }
+  if (result.shutdown) {
+    fail_all(set_prefix() + "kolo was shut down (shutdown() called on " + ranks_phrase(result.shutdown_ranks) + ")",
+             StatusCode::kAborted);
+    ended_ = true;
+    return false;
+  }
+  if (result.ridden) executor_.finish_ridden(result.ridden_response, result.rider, topology_.size, steady_seconds());
+  if (!result.responses.empty()) {
+    if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
+    const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
+                        result.joined_ranks.end();
+    executor_.run(result.responses, steady_seconds(), joined);
+  }
+  executor_.poll();
+  if (timeline_) timeline_->flush_if_due(steady_seconds());
+  *idle = result.responses.empty() && queue_.in_flight() == 0 && executor_.running() == 0;
+  return true;
+}
+
+void Engine::drive(int64_t handle) {
+  if (!config_.caller_drives) return;  // submit() woke the engine thread
+  while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && queue_.only(handle)) {
+    // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
+    // soon as the peer runs its cycle, and took the op up if it began after the push.
+    std::unique_lock<std::mutex> lock(cycle_mu_);
+    if (ended_ || !queue_.only(handle)) break;
+    // Device work runs: the engine thread polls it between cycles.
+    if (executor_.running() > 0) break;
+    driving_ = true;
+    bool idle = false;
+    const bool going = run_cycle(&idle);
+    driving_ = false;
+    if (!going) break;
+  }
+  // What is left (the op, if the loop stopped early; an engine that ended) is the engine thread's.
+  --drivers_;
+  if (ended_ || queue_.in_flight() > 0) queue_.wake();
+}
+
+void Engine::loop() {
   // With nothing in flight on this rank, the engine sleeps longer and longer between cycles (up
   // to kMaxIdleSeconds): an idle cycle agrees on nothing, and a new op wakes the engine at once,
   // so this costs no latency while sparing the CPU that training needs (an idle cycle every
@@ -174,39 +251,22 @@ void Engine::loop() {
   constexpr double kMaxIdleSeconds = 0.05;
   const double cycle_seconds = config_.cycle_time_ms / 1000.0;
   double wait = cycle_seconds;
-  while (true) {
+  while (!ended_) {
     wait_between_cycles(wait);
+    // A caller runs cycles for its op (drive) and wakes this thread for what it leaves.
+    if (drivers_ > 0) {
+      wait = std::max(wait, 1e-3);  // not a spin, whatever KOLO_CYCLE_TIME_MS
+      continue;
+    }
     hold_while_device_is_full();
-    switch_timeline();
-    CycleResult result;
-    Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result);
-    if (!s.ok()) {
-      // A lost peer survived in place (ULFM) was announced already: not an error of this rank's.
-      if (s.code() == StatusCode::kPeersFailed) {
-        KOLO_LOG(kInfo, "negotiation failed, stopping kolo on this rank: " << s.message());
-      } else {
-        KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
-      }
-      fail_all(set_prefix() + "negotiation failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
-               s.code() == StatusCode::kPeersFailed ? StatusCode::kPeersFailed : StatusCode::kInternal);
-      break;
+    bool idle = false;
+    {
+      std::lock_guard<std::mutex> lock(cycle_mu_);
+      if (ended_ || !run_cycle(&idle)) break;
     }
-    if (result.shutdown) {
-      fail_all(set_prefix() + "kolo was shut down (shutdown() called on " + ranks_phrase(result.shutdown_ranks) + ")",
-               StatusCode::kAborted);
-      break;
-    }
-    if (!result.responses.empty()) {
-      if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
-      const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
-                          result.joined_ranks.end();
-      executor_.run(result.responses, steady_seconds(), joined);
-    }
-    executor_.poll();
-    if (timeline_) timeline_->flush_if_due(steady_seconds());
-    const bool idle = result.responses.empty() && queue_.in_flight() == 0 && executor_.running() == 0;
     wait = idle ? std::min(std::max(wait, 1e-4) * 2, std::max(cycle_seconds, kMaxIdleSeconds)) : cycle_seconds;
   }
+  std::lock_guard<std::mutex> cycle(cycle_mu_);  // a driving caller has left its cycle
   if (timeline_) timeline_->close();
   std::lock_guard<std::mutex> lock(timeline_mu_);
   running_ = false;

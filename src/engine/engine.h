@@ -30,8 +30,17 @@ class Engine {
   ~Engine();  // stops and joins
 
   void start();
-  // Pushes a validated entry; its handle fails at once if the push is refused.
-  void submit(std::unique_ptr<TensorEntry> entry);
+  // Pushes a validated entry; its handle fails at once if the push is refused. `caller_drives`: the
+  // caller calls drive() for it next (a blocking call), so the engine thread is not woken for it.
+  void submit(std::unique_ptr<TensorEntry> entry, bool caller_drives = false);
+  // On the caller's thread, for the op of `handle` it is about to wait for: while that op is the only
+  // one in flight here and no cycle is running, the caller runs the negotiation cycles itself until the
+  // op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
+  // op's latency). Cycles are collective and ordered, so which thread of a rank runs one does not
+  // matter to the others. Leaves whatever is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
+  void drive(int64_t handle);
+  // Whether a caller is inside a cycle (it may be stuck in MPI on a lost peer).
+  bool driven() const { return driving_; }
   // Asks every rank's engine to stop at the next cycle and waits for this one to end (or to be
   // abandoned).
   void stop();
@@ -59,6 +68,9 @@ class Engine {
 
  private:
   void loop();
+  // One negotiation cycle and what it agreed on, under cycle_mu_; false once the engine has ended
+  // (a failed negotiation or a shutdown), its ops failed. `idle`: nothing agreed and nothing in flight.
+  bool run_cycle(bool* idle);
   // On the engine thread: takes up a timeline handed over by start/stop_timeline.
   void switch_timeline();
   void hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles);
@@ -90,6 +102,12 @@ class Engine {
   Controller controller_;
   Executor executor_;
   std::thread thread_;
+  // Held for a cycle, by the engine thread or a driving caller: the controller, the executor and the
+  // queue's removals are one thread's at a time.
+  std::mutex cycle_mu_;
+  std::atomic<bool> driving_{false};
+  std::atomic<int> drivers_{0};     // callers between a quiet submit and the end of their drive()
+  std::atomic<bool> ended_{false};  // a cycle ended the engine (run_cycle false): its thread stops
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> abandoned_{false};

@@ -6,7 +6,9 @@
 #include "common/ranks.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "cpu/kernels.h"
 #include "engine/fusion_planner.h"
+#include "engine/rider.h"
 
 namespace kolo {
 
@@ -135,6 +137,19 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
     call.first_dims = first.first_dims;
     launch(std::move(group));
   }
+}
+
+void Executor::finish_ridden(const Response& r, const std::string& rider, int size, double agreed_at) {
+  uint32_t position = 0;
+  const char* reduced = nullptr;
+  std::unique_ptr<TensorEntry> e = queue_->remove(r.name);
+  if (!e || !rider_result(rider, &position, &reduced)) return;
+  if (timeline_ != nullptr) {
+    timeline_->span(r.name, "NEGOTIATE", e->enqueued_at, agreed_at);
+    timeline_->instant(r.name, "REDUCED_WITH_NEGOTIATION", agreed_at);
+  }
+  scale_into(r.dtype, reduced, e->output.data, r.num_elements(), post_scaling(r.dtype, r.reduce_op, r.postscale, size));
+  finish(std::move(e), Status::OK(), handles_);
 }
 
 void Executor::launch(std::unique_ptr<Group> owned) {

@@ -4,7 +4,7 @@
 
 namespace kolo {
 
-Status TensorQueue::push(std::unique_ptr<TensorEntry> entry) {
+Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return Status::NotInitialized(closed_reason_);
@@ -20,10 +20,11 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry) {
                                      ": wait for it before submitting the name again");
     }
     fresh_.push_back(entry->request);
+    if (!wake) ++unannounced_;
     joining_ = entry->request.kind == OpKind::kJoin;
     entries_.emplace(name, std::move(entry));
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
   return Status::OK();
 }
 
@@ -31,13 +32,14 @@ std::vector<Request> TensorQueue::take_new() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Request> out;
   out.swap(fresh_);
+  unannounced_ = 0;
   return out;
 }
 
 bool TensorQueue::wait_for_work(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool work =
-      cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return !fresh_.empty() || woken_; });
+      cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return fresh_.size() > unannounced_ || woken_; });
   woken_ = false;
   return work;
 }
@@ -53,6 +55,11 @@ void TensorQueue::wake() {
 size_t TensorQueue::in_flight() {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();
+}
+
+bool TensorQueue::only(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size() == 1 && entries_.begin()->second->handle == handle;
 }
 
 TensorEntry* TensorQueue::find(const std::string& name) {

@@ -16,17 +16,21 @@ namespace kolo {
 
 class TensorQueue {
  public:
-  // Fails, keeping nothing, when the name is already in flight or the queue is closed.
-  Status push(std::unique_ptr<TensorEntry> entry);
+  // Fails, keeping nothing, when the name is already in flight or the queue is closed. `wake`: the
+  // engine is woken (false: its caller runs the cycle itself, Engine::drive, or wakes it).
+  Status push(std::unique_ptr<TensorEntry> entry, bool wake = true);
   // Requests pushed since the last call, in push order.
   std::vector<Request> take_new();
-  // Waits until something is pushed, wake() is called, or `seconds` pass; true in the first two cases.
+  // Waits until something is pushed (to be woken for), wake() is called, or `seconds` pass; true in
+  // the first two cases.
   bool wait_for_work(double seconds);
   void wake();
 
   // Ops pushed and not yet removed.
   size_t in_flight();
-  // Valid until remove(name): only the engine thread removes.
+  // Whether the op of `handle` is the only one in flight.
+  bool only(int64_t handle);
+  // Valid until remove(name): only the thread running the engine's cycle removes.
   TensorEntry* find(const std::string& name);
   std::unique_ptr<TensorEntry> remove(const std::string& name);
   // Refuses pushes from now on, with `reason`, and hands back every entry still in flight.
@@ -37,6 +41,7 @@ class TensorQueue {
   std::condition_variable cv_;
   std::unordered_map<std::string, std::unique_ptr<TensorEntry>> entries_;
   std::vector<Request> fresh_;
+  size_t unannounced_ = 0;  // of fresh_, pushed without waking the engine
   bool woken_ = false;
   bool joining_ = false;  // a join is in flight: nothing more until it completes
   bool closed_ = false;

@@ -63,6 +63,20 @@ class FakeChannel : public ControlChannel {
     return Status::OK();
   }
 
+  Status allreduce_and(std::vector<uint64_t>* words, std::string* rider, RiderCombine combine) override {
+    // Each rank folds the others' riders into its own in rank order, as one MPI rank might.
+    const std::string mine = *rider;
+    std::vector<std::string> riders = world_->exchange(rank_, mine);
+    Status s = allreduce_and(words);
+    if (!s.ok()) return s;
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank_) continue;
+      if (riders[r].size() != mine.size()) return Status::Internal("ranks passed different rider sizes");
+      combine(riders[r].data(), &(*rider)[0], rider->size());
+    }
+    return Status::OK();
+  }
+
   Status gather(const std::string& mine, std::vector<std::string>* all) override {
     std::vector<std::string> everyone = world_->exchange(rank_, mine);
     all->clear();

@@ -1,0 +1,83 @@
+// Small-op latency: one allreduce of 4 B, 256 B and 4 KiB (float32 sums, the loss, metrics and norms a
+// training loop reduces), kolo's blocking allreduce against one MPI_Allreduce, alternating in the same
+// run, each timed between barriers (a step lasts until the slowest rank has it). Then the same with
+// another op in flight on rank 0, where kolo's thread runs the cycles (KOLO_CALLER_DRIVES does not
+// apply).
+//
+//   mpirun -np 2 build/benchmarks/small_allreduce [--iterations 2000] [--with-another-in-flight 0]
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_args.h"
+#include "bench_util.h"
+#include "kolo/kolo.h"
+
+namespace {
+
+void check(const kolo::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "small_allreduce: %s\n", s.message().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bench::World world = bench::start_mpi(&argc, &argv);
+  bench::Args args(argc, argv);
+  const int iterations = args.integer("iterations", 2000);
+  const int warmup = args.integer("warmup", 200);
+  const bool with_busy = args.integer("with-another-in-flight", 1) != 0;  // 0: the first rows only
+  args.finish();
+  check(kolo::init());
+  kolo::AllreduceOptions sum;
+  sum.op = kolo::ReduceOp::kSum;
+  struct Result {
+    std::string row;
+    double kolo_s, mpi_s;
+  };
+  std::vector<Result> results;
+  for (const bool busy : {false, true}) {
+    if (busy && !with_busy) break;
+    // With `busy`, rank 0 has another allreduce in flight (a gradient the others have not reached, say):
+    // the others submit it only at the end.
+    std::vector<float> spare(1, 1.0f);
+    kolo::Handle pending;
+    auto submit_spare = [&] { pending = kolo::allreduce_async("spare", kolo::cpu_view(spare), kolo::cpu_view(spare), sum); };
+    if (busy && world.rank == 0) submit_spare();
+    for (const int elements : {1, 64, 1024}) {
+      std::vector<float> data(static_cast<size_t>(elements), 1.0f);
+      const std::string name = "small." + std::to_string(elements);
+      std::vector<double> k, m;
+      for (int i = 0; i < warmup + iterations; ++i) {
+        const double tk = bench::timed_step([&] { check(kolo::allreduce(name, kolo::cpu_view(data), kolo::cpu_view(data), sum)); });
+        const double tm = bench::timed_step(
+            [&] { MPI_Allreduce(MPI_IN_PLACE, data.data(), elements, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); });
+        if (i >= warmup) {
+          k.push_back(tk);
+          m.push_back(tm);
+        }
+        data.assign(data.size(), 1.0f);  // sums stay small and exact
+      }
+      results.push_back({std::to_string(elements * 4) + " B" + (busy ? ", another op in flight" : ""), bench::median(k),
+                         bench::median(m)});
+    }
+    if (busy && world.rank != 0) submit_spare();
+    if (busy) check(kolo::wait(pending));
+  }
+  check(kolo::shutdown());
+  if (world.rank == 0) {
+    std::printf("# one float32 sum allreduce, %d ranks; median of %d, alternating; ratio = kolo / MPI_Allreduce\n",
+                world.size, iterations);
+    std::printf("%-34s %12s %12s %8s\n", "", "kolo (us)", "MPI (us)", "ratio");
+    for (const Result& r : results) {
+      std::printf("%-34s %12.2f %12.2f %8.2f\n", r.row.c_str(), r.kolo_s * 1e6, r.mpi_s * 1e6, r.kolo_s / r.mpi_s);
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,113 @@
+// Small ops. KOLO_CALLER_DRIVES: a blocking call whose op is alone in flight runs its cycle on the
+// caller's thread (the op's callback runs there); an async call, a blocking one beside another op in
+// flight, or the setting off leave it to kolo's thread. KOLO_SMALL_OP_BYTES: a recurring small
+// allreduce rides on the negotiation, with the CPU path's arithmetic. Each result exact.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <thread>
+
+#include "mpi_test_util.h"
+
+namespace kolo {
+namespace {
+
+using testing::Buffer;
+using testing::ScopedSettings;
+
+// Sums ranks + 1 in a blocking or async allreduce; the thread its callback ran on.
+std::thread::id reduce_on(const std::string& name, bool block) {
+  Buffer b(DataType::kFloat32, {3});
+  for (size_t i = 0; i < b.size(); ++i) b.set(i, rank() + 1.0);
+  std::thread::id ran_on;
+  AllreduceOptions o;
+  o.op = ReduceOp::kSum;
+  o.on_done = [&ran_on](const Status&) { ran_on = std::this_thread::get_id(); };
+  const Status s = block ? allreduce(name, b.view(), b.view(), o) : wait(allreduce_async(name, b.view(), b.view(), o));
+  EXPECT_TRUE(s.ok()) << s.message();
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(b.get(i), size() * (size() + 1) / 2.0);
+  return ran_on;
+}
+
+TEST(CallerDrives, ABlockingCallAloneRunsOnTheCallersThread) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  const std::thread::id me = std::this_thread::get_id();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(reduce_on("drives.blocking", true), me);  // cached after the first
+    EXPECT_NE(reduce_on("drives.async", false), me);
+  }
+}
+
+TEST(CallerDrives, BesideAnotherOpInFlightKolosThreadRunsIt) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  // Rank 0's other op stays in flight until the others submit it, after the blocking call.
+  Buffer other(DataType::kFloat32, {1});
+  Handle pending;
+  if (rank() == 0) pending = allreduce_async("drives.other", other.view(), other.view());
+  const std::thread::id ran_on = reduce_on("drives.beside", true);
+  if (rank() != 0) pending = allreduce_async("drives.other", other.view(), other.view());
+  EXPECT_TRUE(wait(pending).ok());
+  if (rank() == 0) {
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+  } else {
+    EXPECT_EQ(ran_on, std::this_thread::get_id());
+  }
+}
+
+TEST(CallerDrives, OffKolosThreadRunsEveryOp) {
+  ScopedSettings off(Settings{{"KOLO_CALLER_DRIVES", "0"}});
+  for (int i = 0; i < 5; ++i) EXPECT_NE(reduce_on("drives.off", true), std::this_thread::get_id());
+}
+
+// Every op and scaling that rides, riding (a recurring name) and not (KOLO_SMALL_OP_BYTES=0): the same
+// exact values.
+void small_ops_exact(const std::string& tag) {
+  const int n = size();
+  for (int step = 0; step < 3; ++step) {  // the first negotiates through rank 0, the others ride
+    for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      AllreduceOptions o;
+      o.op = op;
+      o.prescale_factor = op == ReduceOp::kSum ? 2.0 : 1.0;
+      o.postscale_factor = op == ReduceOp::kAverage ? 3.0 : 1.0;
+      std::vector<double> d = {rank() + 1.0, -(rank() + 1.0)};
+      std::vector<int32_t> i = {rank() + 1, 7 * (rank() + 1)};
+      const std::string name = tag + "." + std::to_string(static_cast<int>(op));
+      ASSERT_TRUE(allreduce(name + ".f64", cpu_view(d), cpu_view(d), o).ok());
+      ASSERT_TRUE(allreduce(name + ".i32", cpu_view(i), cpu_view(i), o).ok());
+      double sum = n * (n + 1) / 2.0, product = 1;
+      for (int r = 1; r <= n; ++r) product *= r;
+      switch (op) {
+        case ReduceOp::kSum:
+          EXPECT_EQ(d, (std::vector<double>{2 * sum, -2 * sum}));
+          EXPECT_EQ(i, (std::vector<int32_t>{static_cast<int32_t>(2 * sum), static_cast<int32_t>(14 * sum)}));
+          break;
+        case ReduceOp::kAverage:  // floats times 3/n; integers times 3, then divided by n, truncating
+          EXPECT_EQ(d, (std::vector<double>{sum * (3.0 / n), -sum * (3.0 / n)}));
+          EXPECT_EQ(i, (std::vector<int32_t>{static_cast<int32_t>(3 * sum) / n, static_cast<int32_t>(21 * sum) / n}));
+          break;
+        case ReduceOp::kMin:
+          EXPECT_EQ(d, (std::vector<double>{1, -static_cast<double>(n)}));
+          EXPECT_EQ(i, (std::vector<int32_t>{1, 7}));
+          break;
+        case ReduceOp::kMax:
+          EXPECT_EQ(d, (std::vector<double>{static_cast<double>(n), -1}));
+          EXPECT_EQ(i, (std::vector<int32_t>{n, 7 * n}));
+          break;
+        default:
+          EXPECT_EQ(d, (std::vector<double>{product, n % 2 ? -product : product}));
+          break;
+      }
+    }
+  }
+}
+
+TEST(SmallOps, RidingOnTheNegotiationGivesTheCpuPathsValues) { small_ops_exact("ride"); }
+
+TEST(SmallOps, WithoutRidingTheSameValues) {
+  ScopedSettings off(Settings{{"KOLO_SMALL_OP_BYTES", "0"}});
+  small_ops_exact("noride");
+}
+
+}  // namespace
+}  // namespace kolo
