@@ -8,17 +8,14 @@ commit, 2 after) and a test accuracy of at least 96%.
 Run by ctest (elastic_restart, which sets KOLO_BUILD_DIR), or:
 KOLO_BUILD_DIR=build python3 -m pytest tests/elastic
 """
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+from kolorun_job import BUILD, run_elastic_job
 
-BUILD = Path(os.environ.get("KOLO_BUILD_DIR", "build")).resolve()
-KOLORUN = str(BUILD / "bin" / "kolorun")
 PROGRAM = str(Path(__file__).resolve().parent / "elastic_digits.py")
 sys.path.insert(0, str(BUILD / "python"))
 
@@ -28,24 +25,11 @@ EPOCHS, BATCH, COMMIT_EVERY, LR, HIDDEN = 6, 16, 4, 0.1, 128  # HIDDEN: as elast
 
 
 def run_job(tmp_path, hosts, event=None, hosts_after=None, peer_timeout=30):
-    hosts_file = tmp_path / "hosts"
-    hosts_file.write_text(hosts + "\n")
-    script = tmp_path / "discover.sh"
-    script.write_text("#!/bin/sh\ncat %s\n" % hosts_file)
-    script.chmod(0o755)
-    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
-               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", ELASTIC_TEST_HOSTS_FILE=str(hosts_file),
-               KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout))
-    if event:
-        env.update(ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER=hosts_after)
+    env = dict(ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER=hosts_after) if event else {}
     out = tmp_path / "weights.pt"
-    job = subprocess.run([KOLORUN, "--min-np", "2", "--host-discovery-script", str(script), "--reset-limit", "2",
-                          "--mpi-args", "--oversubscribe", "-x", "KOLO_ELASTIC_COMMIT_DIR", "-x", "ELASTIC_TEST_EVENT",
-                          "-x", "ELASTIC_TEST_HOSTS_AFTER", "-x", "ELASTIC_TEST_HOSTS_FILE",
-                          sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
-                          "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)],
-                         capture_output=True, text=True, timeout=240, env=env)
-    return job, out
+    command = [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
+               "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
+    return run_elastic_job(tmp_path, hosts, command, env, peer_timeout), out
 
 
 class Placed:

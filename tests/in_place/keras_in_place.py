@@ -1,5 +1,5 @@
 """A Keras 3 model.fit in Horovod's elastic shape (kolo.keras: DistributedOptimizer, KerasState, the fit
-callbacks, elastic.run), for the in-place suite, on the backend KERAS_BACKEND names (TensorFlow here):
+callbacks, elastic.run), for the in-place suite, on the backend KERAS_BACKEND names (TensorFlow or JAX):
 float64 least squares on 48 fixed rows, one batch an epoch, each rank fitting an equal share of it, so
 that the averaged gradient is the whole batch's at any rank count and the weights after --epochs are
 plain gradient descent's, whatever failed. Committed at every epoch's end (CommitStateCallback); with
@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("JAX_ENABLE_X64", "1")  # on JAX, floatx float64 alone gives float32 arrays
 import keras  # noqa: E402
 
 import kolo.keras as hvd  # noqa: E402
@@ -20,8 +21,16 @@ args = parse_args("--epochs")
 hvd.init()
 keras.config.set_floatx("float64")
 x, y = data()
+
+
+def squared_error(y_true, y_pred):
+    # "mse" for one output, which fit averages over the batch. Not "mse": Keras' JAX backend takes
+    # ops.mean of float64 in float32 (its result_type makes 64-bit types 32-bit off TensorFlow), ~1e-9 off.
+    return keras.ops.sum(keras.ops.square(y_true - y_pred), axis=-1)
+
+
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
-model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(LR)), loss="mse")
+model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(LR)), loss=squared_error)
 
 
 class KillAt(keras.callbacks.Callback):

@@ -1,6 +1,6 @@
 """What the in-place suite's least-squares programs share (tf_in_place.py, keras_in_place.py,
-jax_in_place.py): their flags and their data, 48 fixed float64 rows (test_in_place.plain_gradient_descent
-is the reference)."""
+jax_in_place.py, which tests/elastic/test_jax_restart.py runs on the restart path too): their flags, their
+data, 48 fixed float64 rows, and the reference, plain_gradient_descent."""
 import argparse
 import os
 import signal
@@ -26,8 +26,13 @@ def data():
 
 
 def die_if_due(step, kill_at, rank, size):
-    """Rank 2 of 3 SIGKILLs itself at --kill-at."""
+    """Rank 2 of 3 SIGKILLs itself at --kill-at. On the restart path (ELASTIC_TEST_HOSTS_FILE, what the
+    discovery script prints), it first writes ELASTIC_TEST_HOSTS_AFTER there: its slot goes with it, and
+    kolorun starts the job again on the slots left (not on 3, where it would die again)."""
     if step == kill_at and size == 3 and rank == 2:
+        if os.environ.get("ELASTIC_TEST_HOSTS_FILE"):
+            with open(os.environ["ELASTIC_TEST_HOSTS_FILE"], "w") as f:
+                f.write(os.environ["ELASTIC_TEST_HOSTS_AFTER"] + "\n")
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -35,3 +40,12 @@ def my_rows(rank, size):
     """This rank's equal share of every batch (all ROWS)."""
     share = ROWS // size
     return slice(rank * share, (rank + 1) * share)
+
+
+def plain_gradient_descent(steps):
+    """The weights of the programs after `steps` full-batch steps, whatever failed."""
+    x, y = data()
+    w = np.zeros((8, 1))
+    for _ in range(steps):
+        w -= LR * (2.0 / ROWS) * x.T @ (x @ w - y)
+    return w

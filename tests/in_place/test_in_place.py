@@ -108,8 +108,8 @@ def end_job(job, text):
 
 
 def pids(text, word):
-    return {int(rank): int(pid) for rank, pid in re.findall(r"^rank (\d+) of \d+ %s with pid (\d+)$" % word, text,
-                                                             re.M)}
+    # Not anchored to lines: mpirun may forward two ranks' lines as one.
+    return {int(rank): int(pid) for rank, pid in re.findall(r"rank (\d+) of \d+ %s with pid (\d+)" % word, text)}
 
 
 def check_in_place(text, out, ranks=3):
@@ -173,6 +173,27 @@ def test_failures_one_after_another_are_each_cut_out_in_place(tmp_path):
     assert len(started) == 4 and sorted(ended.values()) == sorted([started[0], started[1]]), text
     assert "attempt 0 starts at step 8 on 3 ranks" in text and "attempt 0 starts at step 20 on 2 ranks" in text, text
     weights, _ = reference([(8, 4), (20, 3), (None, 2)])
+    assert_same_weights(out, weights)
+    assert "restarting" not in text, text
+
+
+@pytest.mark.parametrize("when", ["die-in-recovery", "die-in-sync"])
+def test_a_rank_lost_during_the_recovery_is_cut_out_too(tmp_path, when):
+    # 4 ranks: rank 3 dies before step 10; rank 2 dies during the recovery from it. die-in-recovery: as the
+    # failure reaches it (kolo's communicators revoked), while ranks 0 and 1 roll back and shrink: their
+    # shrink agrees on both lost. die-in-sync: after the shrink to 3, in the sync from rank 0: ranks 0 and
+    # 1 recover again. Either way they go on from the commit of step 8 on 2 ranks.
+    from test_elastic import assert_same_weights, reference
+    job, log, out = start_kolorun_job(tmp_path, "0:3:10:die;0:2:10:" + when, "--min-np", "2", ranks=4,
+                                      hosts_after="localhost:3;localhost:2")
+    text = finish(job, log, timeout=180)
+    assert job.returncode == 0, text
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == 4 and sorted(ended.values()) == sorted([started[0], started[1]]), text
+    assert "attempt 0 starts at step 8 on 2 ranks" in text and "on 3 ranks" not in text, text
+    if when == "die-in-sync":
+        assert "another peer failed during the recovery, which starts again" in text, text
+    weights, _ = reference([(8, 4), (None, 2)])
     assert_same_weights(out, weights)
     assert "restarting" not in text, text
 
@@ -270,11 +291,11 @@ def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
     processes, with plain gradient descent's weights to 1e-12 (each rank takes an equal share of every
     batch: the averaged gradient is the whole batch's at any rank count). The job's output."""
     python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parent.parent / ".venv" / "bin" / "python"))
-    needs = {"tf_in_place.py": "tensorflow", "keras_in_place.py": "keras, tensorflow", "jax_in_place.py": "jax"}[script]
+    framework = backend or {"tf_in_place.py": "tensorflow", "jax_in_place.py": "jax"}[script]  # Keras': backend
+    needs = ("keras, " if script == "keras_in_place.py" else "") + framework
     if subprocess.run([python, "-c", "import " + needs], capture_output=True).returncode != 0:
         pytest.skip("%s lacks %s" % (python, needs))
-    built = {"tf_in_place.py": "tensorflow/kolo_tf_ops.so", "keras_in_place.py": "tensorflow/kolo_tf_ops.so",
-             "jax_in_place.py": "jax/libkolo_xla_ffi.so"}[script]
+    built = {"tensorflow": "tensorflow/kolo_tf_ops.so", "jax": "jax/libkolo_xla_ffi.so"}[framework]
     if not (BUILD / "python" / "kolo" / built).exists():
         pytest.skip("kolo's %s was not built against this MPI" % built)
     env = job_env(PYTHONPATH=str(BUILD / "python"), KERAS_BACKEND=backend or "tensorflow", JAX_PLATFORMS="cpu")
@@ -288,19 +309,9 @@ def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
     assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[1]]), text
     assert "in place: now rank 0 of 2" in text and last_line in text, text
     import numpy as np
+    from least_squares import plain_gradient_descent
     np.testing.assert_allclose(np.load(out), plain_gradient_descent(30), rtol=0, atol=1e-12)
     return text
-
-
-def plain_gradient_descent(steps):
-    """The weights of run_least_squares' programs after `steps` full-batch steps."""
-    import numpy as np
-    rng = np.random.default_rng(0)
-    x, y = rng.normal(size=(48, 8)), rng.normal(size=(48, 1))
-    w = np.zeros((8, 1))
-    for _ in range(steps):
-        w -= 0.05 * (2.0 / 48) * x.T @ (x @ w - y)
-    return w
 
 
 def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
@@ -319,6 +330,14 @@ def test_a_keras_fit_goes_on_in_place(tmp_path):
     run_least_squares(tmp_path, "keras_in_place.py", "ranks 2  epochs 30", "--epochs", "30", backend="tensorflow")
 
 
+def test_a_keras_fit_on_jax_goes_on_in_place(tmp_path):
+    # The same fit on Keras' JAX backend (kolo.keras over kolo.jax): the allreduce in fit's jitted step
+    # fails with XLA's error carrying kolo's words; the survivors go back to the commit at epoch 10's
+    # start (commit 9) and fit the remaining epochs on 2 ranks.
+    text = run_least_squares(tmp_path, "keras_in_place.py", "ranks 2  epochs 30", "--epochs", "30", backend="jax")
+    assert "in place: now rank 0 of 2, from commit 9" in text, text
+
+
 def test_a_jax_loop_goes_on_in_place(tmp_path):
     # kolo.jax.elastic: JaxState and run; the allreduce inside the jitted step fails with XLA's error
     # carrying kolo's words; the survivors roll back to step 8 and go on on 2 ranks.
@@ -326,20 +345,56 @@ def test_a_jax_loop_goes_on_in_place(tmp_path):
     assert "in place: now rank 0 of 2, from commit 1" in text, text
 
 
-def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path):
-    # tests/in_place/device_in_place.cc: device tensors (the host double, as the GPU suite in CI) on 3
-    # ranks; rank 1 dies while the others' device collectives wait for it. Their ops fail to be rolled
-    # back (the device communicators' error taken for the lost peer, in place), recover_in_place()
-    # makes kolo's device communicators again over the 2 survivors, and every later step is exact.
-    program = BUILD / "tests" / "device_in_place"
-    if not program.exists():
+DEVICE_IN_PLACE = BUILD / "tests" / "device_in_place"
+
+
+def check_device_in_place(text, ranks, made, shrunk):
+    """device_in_place's output (tests/in_place/device_in_place.cc) on `ranks` ranks, rank 1 lost at step 4:
+    the survivors go on in place, every later step exact, each with `made` device communicators made and
+    `shrunk` shrunk (the double checked the ranks kolo excluded)."""
+    started, ended = pids(text, "starts"), pids(text, "ends")
+    assert len(started) == ranks and sorted(ended.values()) == sorted(p for r, p in started.items() if r != 1), text
+    for old in range(ranks):
+        if old != 1:
+            new = old - (old > 1)
+            assert "rank %d of %d: in place now rank %d of %d, step 4 again" % (old, ranks, new, ranks - 1) in text, text
+            assert "rank %d of %d: device communicators made %d, shrunk %d" % (new, ranks - 1, made, shrunk) in text, text
+    for step in range(4, 10):
+        assert "step %d on %d ranks: exact" % (step, ranks - 1) in text, text
+
+
+@pytest.mark.parametrize("hierarchical", ["0", "1"], ids=["flat", "hierarchical"])
+def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical):
+    # Device tensors (the host double, as the GPU suite in CI) on 3 ranks; rank 1 dies while the others'
+    # device collectives wait for it. Their ops fail to be rolled back (the device communicators' error
+    # taken for the lost peer, in place) and recover_in_place() shrinks the device communicator in use
+    # (the job's, or this host's with hierarchical allreduce) to the 2 survivors, as ncclCommShrink.
+    if not DEVICE_IN_PLACE.exists():
         pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
-    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", str(program), "10", "4"], job_env())
+    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_HIERARCHICAL_ALLREDUCE",
+                                                   str(DEVICE_IN_PLACE), "10", "4"],
+                      job_env(KOLO_HIERARCHICAL_ALLREDUCE=hierarchical))
     text = finish(job, log, timeout=120)
     assert job.returncode == 0, text
-    started, ended = pids(text, "starts"), pids(text, "ends")
-    assert len(started) == 3 and sorted(ended.values()) == sorted([started[0], started[2]]), text
-    assert "rank 0 of 3: in place now rank 0 of 2, step 4 again" in text, text
-    assert "rank 2 of 3: in place now rank 1 of 2, step 4 again" in text, text
-    for step in range(4, 10):
-        assert "step %d on 2 ranks: exact" % step in text, text
+    check_device_in_place(text, 3, made=1, shrunk=1)
+
+
+@pytest.mark.parametrize("hosts,slots,made,shrunk", [(3, 1, 1, 1), (2, 2, 3, 2)], ids=["3x1", "2x2"])
+def test_the_gpu_path_shrinks_across_emulated_hosts(tmp_path, hosts, slots, made, shrunk):
+    # Hierarchical allreduce on emulated hosts, rank 1 lost. 3x1: the communicator across hosts shrinks
+    # to 2 and carries on. 2x2: both hosts' communicators and both across hosts shrink (one host's with
+    # nobody excluded), then the hosts are uneven (1 and 2 ranks), so the job's is made for flat allreduce.
+    if not DEVICE_IN_PLACE.exists():
+        pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
+    command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} --in-place --min-np 2 '
+               '-np {ranks} -H $H --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET '
+               '-x KOLO_HIERARCHICAL_ALLREDUCE {program} 10 4'
+               .format(slots=slots, ranks=hosts * slots, kolorun=BUILD / "bin" / "kolorun", program=DEVICE_IN_PLACE))
+    job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", str(hosts), "--", "sh", "-c",
+                          command], capture_output=True, text=True, timeout=240,
+                         env=job_env(KOLO_MPIRUN=MPIRUN, KOLO_HIERARCHICAL_ALLREDUCE="1"))
+    if job.returncode == 77:
+        pytest.skip(job.stderr.strip().splitlines()[-1])
+    text = job.stdout + job.stderr
+    assert job.returncode == 0, text[-4000:]
+    check_device_in_place(text, hosts * slots, made, shrunk)
