@@ -134,6 +134,10 @@ KOLO_EXPORT kolo_handle kolo_allreduce_in_set_async(int32_t process_set, const c
                                                     const kolo_tensor* output, int32_t op, double prescale_factor,
                                                     double postscale_factor, int32_t compression, kolo_done_fn done,
                                                     void* done_data);
+/* Blocking: returns once the allreduce is done (see kolo::allreduce; KOLO_CALLER_DRIVES). */
+KOLO_EXPORT int32_t kolo_allreduce_in_set(int32_t process_set, const char* name, const kolo_tensor* input,
+                                          const kolo_tensor* output, int32_t op, double prescale_factor,
+                                          double postscale_factor, int32_t compression);
 KOLO_EXPORT kolo_handle kolo_allgather_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
                                                     kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done,
                                                     void* done_data);

@@ -162,6 +162,18 @@ kolo_handle kolo_allreduce_in_set_async(int32_t process_set, const char* name, c
   return kolo::allreduce_async(safe_name(name), to_view(input), to_view(output), o).id();
 }
 
+int32_t kolo_allreduce_in_set(int32_t process_set, const char* name, const kolo_tensor* input,
+                              const kolo_tensor* output, int32_t op, double prescale_factor, double postscale_factor,
+                              int32_t compression) {
+  kolo::AllreduceOptions o;
+  o.op = static_cast<kolo::ReduceOp>(op);
+  o.prescale_factor = prescale_factor;
+  o.postscale_factor = postscale_factor;
+  o.compression = static_cast<kolo::Compression>(compression);
+  o.process_set = process_set;
+  return report(kolo::allreduce(safe_name(name), to_view(input), to_view(output), o));
+}
+
 kolo_handle kolo_allgather_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
                                         kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done,
                                         void* done_data) {

@@ -11,6 +11,7 @@
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_control_channel.h"
 #include "comm/mpi/mpi_fault.h"
+#include "comm/mpi/mpi_status.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #if KOLO_HAVE_CUDA
@@ -280,6 +281,7 @@ void Runtime::peer_lost(const std::string& why) {
     return lost_;
   });
   KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
+  give_up_mpi_waits(lost.message());
   end_if_a_caller_is_stuck(lost.message());
 }
 
@@ -289,8 +291,9 @@ void Runtime::end_if_a_caller_is_stuck(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
     engines = engines_;
   }
-  // A caller that drives a cycle (a blocking call, Engine::drive) may be inside MPI with the lost peer,
-  // where nothing reaches it: rather than leave the caller waiting for ever, the job ends, as it must.
+  // A caller that drives a cycle (a blocking call, Engine::drive) gives up its MPI waits by now; one
+  // still inside a blocking MPI call with the lost peer (a collective it had begun) is reached by
+  // nothing: rather than leave it waiting for ever, the job ends, as it must.
   std::thread([engines, why] {
     std::this_thread::sleep_for(std::chrono::seconds(2));
     for (const auto& e : engines) {

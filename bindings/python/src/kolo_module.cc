@@ -165,6 +165,18 @@ PYBIND11_MODULE(_C, m) {
                                        nullptr, nullptr);
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
      py::arg("compression") = 0, py::arg("process_set") = 0);
+  // Blocking (CPU tensors): the op's cycle may run on this thread (KOLO_CALLER_DRIVES), the GIL released.
+  m.def("allreduce", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
+                        double prescale, double postscale, int32_t compression, int32_t process_set) {
+    CTensor i(in), o(out);
+    int32_t code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_allreduce_in_set(process_set, name.c_str(), &i.t, &o.t, op, prescale, postscale, compression);
+    }
+    return py::make_tuple(code, code == KOLO_OK ? std::string() : std::string(kolo_last_error()));
+  }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+     py::arg("compression") = 0, py::arg("process_set") = 0);
   m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set) {
     CTensor i(in);
     return kolo_allgather_in_set_async(process_set, name.c_str(), &i.t, nullptr, nullptr, nullptr, nullptr);

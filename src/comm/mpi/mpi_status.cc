@@ -5,7 +5,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <string>
 #include <thread>
 
 namespace kolo {
@@ -23,6 +26,18 @@ Status mpi_status(int rc, const std::string& what) {
   return Status::Internal(message);
 }
 
+namespace {
+std::atomic<bool> g_give_up{false};
+std::mutex g_give_up_mu;
+std::string g_give_up_why;  // under g_give_up_mu
+}  // namespace
+
+void give_up_mpi_waits(const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_give_up_mu);
+  g_give_up_why = why;
+  g_give_up = true;
+}
+
 Status mpi_wait(MPI_Request* request, const char* what) {
   using clock = std::chrono::steady_clock;
   // A peer that is on its way arrives within the spins and yields. One that is not (still
@@ -38,6 +53,10 @@ Status mpi_wait(MPI_Request* request, const char* what) {
     KOLO_MPI_RETURN_IF_ERROR(MPI_Test(request, &done, MPI_STATUS_IGNORE), what);
     if (done) return Status::OK();
     if (i < kSpins) continue;
+    if (g_give_up) {
+      std::lock_guard<std::mutex> lock(g_give_up_mu);
+      return Status::Aborted(std::string(what) + " given up: " + g_give_up_why);
+    }
     if (clock::now() - start < kYieldFor) {
       sched_yield();
       continue;

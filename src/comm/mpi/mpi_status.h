@@ -22,4 +22,9 @@ Status mpi_status(int rc, const std::string& what);
 // outnumber cores on a laptop or in CI).
 Status mpi_wait(MPI_Request* request, const char* what);
 
+// A peer is lost and the job must end (no ULFM): every mpi_wait from now on gives up, failing with
+// `why`, instead of waiting for ever for the lost peer (its request is left to the process's end), so
+// that a caller running kolo's cycle on its own thread hears of the loss as an op's error.
+void give_up_mpi_waits(const std::string& why);
+
 }  // namespace kolo

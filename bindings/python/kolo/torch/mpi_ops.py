@@ -115,6 +115,20 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
+def _allreduce_now(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
+    """A blocking allreduce into `output`: for a CPU tensor one call into kolo, whose cycle may then run
+    on this thread (KOLO_CALLER_DRIVES); a GPU tensor goes the stream-ordered way."""
+    if tensor.is_cuda:
+        return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
+                                            compression))
+    code, message = _C.allreduce(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
+                                 float(prescale_factor), float(postscale_factor), compression,
+                                 _set_id(process_set, "allreduce of tensor '%s'" % (name or "(unnamed)")))
+    if code != _core.OK:
+        raise _core.error_for(code, message)
+    return output
+
+
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=global_process_set, _compression=_core.COMPRESSION_NONE):
     """Starts an allreduce of `tensor` into a new tensor; synchronize(handle) returns it."""
@@ -137,9 +151,8 @@ class _Allreduce(torch.autograd.Function):
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression, process_set):
         ctx.op, ctx.prescale, ctx.postscale, ctx.compression = op, prescale_factor, postscale_factor, compression
         ctx.process_set = process_set
-        return synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
-                                           postscale_factor=postscale_factor, process_set=process_set,
-                                           _compression=compression))
+        output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+        return _allreduce_now(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -175,7 +188,8 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Reduces `tensor` in place and returns it."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+    return _allreduce_now(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
+                          _core.COMPRESSION_NONE)
 
 
 def _group_names(name, count):
