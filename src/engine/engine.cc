@@ -238,9 +238,10 @@ void Engine::drive(int64_t handle) {
     driving_ = false;
     if (!going) break;
   }
-  // What is left (the op, if the loop stopped early; an engine that ended) is the engine thread's.
+  // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is the
+  // engine thread's.
   --drivers_;
-  if (ended_ || queue_.in_flight() > 0) queue_.wake();
+  if (ended_ || queue_.in_flight() > 0 || executor_.running_any_thread() > 0) queue_.wake();
 }
 
 void Engine::loop() {
