@@ -6,6 +6,7 @@
 
 #include "engine/controller.h"
 #include "fake_channel.h"
+#include "request_util.h"
 
 namespace kolo {
 namespace {
@@ -15,14 +16,7 @@ using testing::FakeWorld;
 using testing::run_ranks;
 
 Request req(int rank, const std::string& name, std::vector<int64_t> shape = {8}) {
-  Request q;
-  q.name = name;
-  q.rank = rank;
-  q.kind = OpKind::kAllreduce;
-  q.dtype = DataType::kFloat32;
-  q.reduce_op = ReduceOp::kSum;
-  q.shape = std::move(shape);
-  return q;
+  return testing::allreduce_request(rank, name, std::move(shape));
 }
 
 std::vector<std::string> names(const CycleResult& r) {

@@ -9,6 +9,7 @@
 #include "engine/controller.h"
 #include "engine/rider.h"
 #include "fake_channel.h"
+#include "request_util.h"
 
 namespace kolo {
 namespace {
@@ -88,16 +89,7 @@ TEST(Rider, RidersOfTheSameOpReduceInAnyOrderOthersMix) {
   EXPECT_FALSE(rider_result(mixed, &position, &data));
 }
 
-Request req(int rank, const std::string& name, int64_t n) {
-  Request q;
-  q.name = name;
-  q.rank = rank;
-  q.kind = OpKind::kAllreduce;
-  q.dtype = DataType::kFloat32;
-  q.reduce_op = ReduceOp::kSum;
-  q.shape = {n};
-  return q;
-}
+Request req(int rank, const std::string& name, int64_t n) { return testing::allreduce_request(rank, name, {n}); }
 
 // 3 ranks; cycle 0 caches "a" and "s" (each rank's values: rank + 1). At cycle 2 every rank submits
 // "s"; rank 0 also "a" if `rank0_also_a`, which it then carries instead (it comes first in the cache).
