@@ -76,8 +76,7 @@ Status blocking(const std::function<Handle()>& start, Output* output = nullptr) 
   t_blocking = true;
   const Handle h = start();
   t_blocking = false;
-  std::shared_ptr<Engine> engine = std::move(t_driven);
-  t_driven.reset();
+  const std::shared_ptr<Engine> engine = std::move(t_driven);  // leaves t_driven empty
   if (engine) engine->drive(h.id());
   return Runtime::instance().handles().wait(h.id(), -1, output);
 }

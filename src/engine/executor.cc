@@ -142,8 +142,9 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
 void Executor::finish_ridden(const Response& r, const std::string& rider, int size, double agreed_at) {
   uint32_t position = 0;
   const char* reduced = nullptr;
+  if (!rider_result(rider, &position, &reduced)) return;  // never: the controller found it whole
   std::unique_ptr<TensorEntry> e = queue_->remove(r.name);
-  if (!e || !rider_result(rider, &position, &reduced)) return;
+  if (!e) return;
   if (timeline_ != nullptr) {
     timeline_->span(r.name, "NEGOTIATE", e->enqueued_at, agreed_at);
     timeline_->instant(r.name, "REDUCED_WITH_NEGOTIATION", agreed_at);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_types.h"
 #include "cuda/batch_math.h"
 
@@ -433,17 +434,7 @@ class DoubleComm : public DeviceComm {
     MPI_Comm fresh = MPI_COMM_NULL;
     const int rc = MPIX_Comm_shrink(comm_, &fresh);
     if (rc != MPI_SUCCESS) return Status::Internal("host double: MPIX_Comm_shrink failed: " + mpi_error(rc));
-    MPI_Group from = MPI_GROUP_NULL, to = MPI_GROUP_NULL;
-    MPI_Comm_group(comm_, &from);
-    MPI_Comm_group(fresh, &to);
-    std::vector<int> ranks(static_cast<size_t>(size_)), there(static_cast<size_t>(size_)), lost;
-    for (int i = 0; i < size_; ++i) ranks[static_cast<size_t>(i)] = i;
-    MPI_Group_translate_ranks(from, size_, ranks.data(), to, there.data());
-    MPI_Group_free(&from);
-    MPI_Group_free(&to);
-    for (int i = 0; i < size_; ++i) {
-      if (there[static_cast<size_t>(i)] == MPI_UNDEFINED) lost.push_back(i);
-    }
+    const std::vector<int> lost = lost_members(comm_, fresh);
     if (lost != excluded) {
       MPI_Comm_free(&fresh);
       return Status::Internal("host double: shrink excluded ranks " + list(excluded) + ", but the ranks lost are " +

@@ -162,6 +162,10 @@ void DeviceContext::abort_comms(const Status& why) {
   }
 }
 
+const char* DeviceContext::describe(Group group) {
+  return group == Group::kWorld ? "the job" : group == Group::kLocal ? "this host" : "across hosts";
+}
+
 MPI_Comm DeviceContext::mpi_comm(Group group) const {
   return group == Group::kWorld ? mpi_.data() : group == Group::kLocal ? mpi_.local() : mpi_.cross();
 }
@@ -205,9 +209,7 @@ Status DeviceContext::comm(Group group, DeviceComm** out) {
   std::unique_ptr<DeviceComm> c;
   Status s = backend_->create_comm(ordinal_, members, &c);
   if (!s.ok()) return s;
-  KOLO_LOG(kDebug, "made a " << library_ << " communicator of " << members.size << " ranks ("
-                              << (group == Group::kWorld ? "the job" : group == Group::kLocal ? "this host" : "across hosts")
-                              << ")");
+  KOLO_LOG(kDebug, "made a " << library_ << " communicator of " << members.size << " ranks (" << describe(group) << ")");
   slot = std::move(c);
   *out = slot.get();
   return Status::OK();

@@ -68,6 +68,8 @@ class DeviceContext {
   // The group's MPI communicator (its members, in their order); the communicator made for it so far, or
   // null.
   MPI_Comm mpi_comm(Group group) const;
+  // Who is in the group, in words: "the job", "this host", "across hosts".
+  static const char* describe(Group group);
   DeviceComm* made(Group group) const { return comms_[static_cast<int>(group)].get(); }
   // Before any op: the group's communicator is `comm` (one shrunk from the last context's after a peer
   // was lost in place) instead of a new one. Fails, keeping nothing, if its members are not the group's.

@@ -12,8 +12,6 @@ namespace {
 using Group = DeviceContext::Group;
 constexpr int kLocalRankKept = 1 << DeviceContext::kGroups;  // a bit after the groups'
 
-const char* group_name(int g) { return g == 0 ? "the job" : g == 1 ? "this host" : "across hosts"; }
-
 }  // namespace
 
 std::vector<int> lost_members(MPI_Comm comm, MPI_Comm survivors) {
@@ -42,13 +40,16 @@ SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const
   int mine = 0;
   if (old != nullptr) {
     for (int g = 0; g < DeviceContext::kGroups; ++g) {
-      if (old->made(static_cast<Group>(g)) == nullptr) continue;
-      mine |= 1 << g;
-      lost[g] = lost_members(old->mpi_comm(static_cast<Group>(g)), survivors);
+      const bool made = old->made(static_cast<Group>(g)) != nullptr;
+      if (made) mine |= 1 << g;
+      // This host's lost ranks tell whether this rank keeps its place, made or not.
+      if (made || static_cast<Group>(g) == Group::kLocal) {
+        lost[g] = lost_members(old->mpi_comm(static_cast<Group>(g)), survivors);
+      }
     }
     int local_rank = 0;
     MPI_Comm_rank(old->mpi_comm(Group::kLocal), &local_rank);
-    const std::vector<int> gone = lost_members(old->mpi_comm(Group::kLocal), survivors);
+    const std::vector<int>& gone = lost[static_cast<int>(Group::kLocal)];
     if (std::none_of(gone.begin(), gone.end(), [&](int r) { return r < local_rank; })) mine |= kLocalRankKept;
   }
   int agreed = 0;
@@ -62,7 +63,7 @@ SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const
       shrunk |= 1 << g;
     } else {
       out.group[g].reset();
-      KOLO_LOG(kWarning, "the " << old->library() << " communicator of " << group_name(g)
+      KOLO_LOG(kWarning, "the " << old->library() << " communicator of " << DeviceContext::describe(static_cast<Group>(g))
                                 << " could not be shrunk: " << s.message());
     }
   }

@@ -65,11 +65,14 @@ Status MpiControlChannel::allreduce_and(std::vector<uint64_t>* words, std::strin
   std::memcpy(block.data(), &n, 8);
   std::memcpy(block.data() + 8, words->data(), n * 8);
   std::memcpy(block.data() + head, rider->data(), rider->size());
-  MPI_Datatype& type = blocks_[bytes];
-  if (type == MPI_DATATYPE_NULL || type == MPI_Datatype()) {
+  auto it = blocks_.find(bytes);
+  if (it == blocks_.end()) {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
     KOLO_MPI_RETURN_IF_ERROR(MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type), "MPI_Type_contiguous");
     KOLO_MPI_RETURN_IF_ERROR(MPI_Type_commit(&type), "MPI_Type_commit");
+    it = blocks_.emplace(bytes, type).first;
   }
+  const MPI_Datatype type = it->second;
   MPI_Request req;
   KOLO_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, block.data(), 1, type, ride_op(), comm_, &req),
                            "negotiation MPI_Iallreduce");

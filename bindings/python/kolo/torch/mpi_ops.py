@@ -107,11 +107,17 @@ def _add(handle, keep, finish, tensor):
 
 # ---- allreduce ------------------------------------------------------------------------------------
 
+def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
+    """What _C.allreduce_async and _C.allreduce take."""
+    described = (_name(name), _describe(tensor, name), _describe(output, name, "output"))  # checked first
+    return described + (op, float(prescale_factor), float(postscale_factor), compression,
+                        _set_id(process_set, "allreduce of tensor '%s'" % (name or "(unnamed)")))
+
+
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
                      compression=_core.COMPRESSION_NONE):
-    handle = _C.allreduce_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
-                                float(prescale_factor), float(postscale_factor), compression,
-                                _set_id(process_set, "allreduce of tensor '%s'" % (name or "(unnamed)")))
+    handle = _C.allreduce_async(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
+                                                 process_set, compression))
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
@@ -121,9 +127,8 @@ def _allreduce_now(tensor, output, name, op, prescale_factor, postscale_factor, 
     if tensor.is_cuda:
         return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
                                             compression))
-    code, message = _C.allreduce(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
-                                 float(prescale_factor), float(postscale_factor), compression,
-                                 _set_id(process_set, "allreduce of tensor '%s'" % (name or "(unnamed)")))
+    code, message = _C.allreduce(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
+                                                  process_set, compression))
     if code != _core.OK:
         raise _core.error_for(code, message)
     return output
