@@ -44,58 +44,65 @@ class Placed:
         self.Sampler = Sampler
 
 
-def is_commit_step(step, size):
-    """Whether elastic_digits.py commits after `step` on `size` ranks (steps counted from the start, the
-    job on `size` ranks throughout): every COMMIT_EVERY steps, and at each epoch's end."""
-    import math
-    n = len(digits_targets())
-    train = n - math.ceil(0.2 * n)  # train_test_split's share for test_size=0.2
-    per_epoch = len(list(iter(Placed(size, 0).Sampler(range(train), shuffle=True, seed=1))))
-    return step % COMMIT_EVERY == 0 or step % math.ceil(per_epoch / BATCH) == 0
-
-
-def digits_targets():
-    from sklearn.datasets import load_digits
-    return load_digits().target
-
-
-def reference(schedule):
-    """One process following the job's schedule: [(steps, size), ...], the last running to the end.
-    Each step averages the ranks' mean-loss gradients, as DistributedOptimizer does."""
+def digits_split():
+    """elastic_digits.py's data: (x_train, x_test, y_train, y_test)."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
     digits = load_digits()
     x = torch.tensor(digits.images, dtype=torch.float64).reshape(-1, 64) / 16.0
     y = torch.tensor(digits.target, dtype=torch.int64)
-    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=0)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10)).double()
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    return train_test_split(x, y, test_size=0.2, random_state=0)
+
+
+def schedule_steps(schedule, train):
+    """The job's steps under `schedule` ([(steps, size), ...], the last running to the end) as its
+    ElasticSamplers deal `train` samples: for each step, every rank's batch (sample indices) and whether
+    the step ends an epoch."""
     sampler_state = {"epoch": 0, "processed_num": 0}
     epoch, step = 0, 0
     for until, size in schedule:
-        samplers = [Placed(size, r).Sampler(range(len(x_train)), shuffle=True, seed=1) for r in range(size)]
+        samplers = [Placed(size, r).Sampler(range(train), shuffle=True, seed=1) for r in range(size)]
         for s in samplers:
             s.load_state_dict(sampler_state)
         while epoch < EPOCHS and step != until:
             shares = [list(iter(s)) for s in samplers]
             start = 0
             while start < len(shares[0]) and step != until:
-                optimizer.zero_grad()
-                loss = sum(F.cross_entropy(model(x_train[torch.tensor(sh[start:start + BATCH])]),
-                                           y_train[torch.tensor(sh[start:start + BATCH])]) for sh in shares) / size
-                loss.backward()
-                optimizer.step()
+                batches = [sh[start:start + BATCH] for sh in shares]
                 for s in samplers:
                     s.record_batch(0, BATCH)
                 start += BATCH
                 step += 1
+                yield batches, start >= len(shares[0])
             if step == until and start < len(shares[0]):
                 break
             epoch += 1
             for s in samplers:
                 s.set_epoch(epoch)
         sampler_state = samplers[0].state_dict()
+
+
+def is_commit_step(step, schedule):
+    """Whether elastic_digits.py commits after `step` under `schedule`: every COMMIT_EVERY steps, and at
+    each epoch's end."""
+    if step % COMMIT_EVERY == 0:
+        return True
+    ends = [n for n, (_, end) in enumerate(schedule_steps(schedule, len(digits_split()[0])), 1) if end]
+    return step in ends
+
+
+def reference(schedule):
+    """One process following the job's schedule: [(steps, size), ...], the last running to the end.
+    Each step averages the ranks' mean-loss gradients, as DistributedOptimizer does."""
+    x_train, x_test, y_train, y_test = digits_split()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10)).double()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    for batches, _ in schedule_steps(schedule, len(x_train)):
+        optimizer.zero_grad()
+        loss = sum(F.cross_entropy(model(x_train[torch.tensor(b)]), y_train[torch.tensor(b)]) for b in batches)
+        (loss / len(batches)).backward()
+        optimizer.step()
     accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
     return model.state_dict(), accuracy
 
@@ -154,7 +161,7 @@ def test_a_host_added_joins_at_the_next_commit(tmp_path):
     started = [line for line in job.stdout.splitlines() if line.startswith("attempt 1 starts at step ")]
     assert len(started) == 1 and " on 3 ranks at " in started[0], job.stdout
     step = int(started[0].split()[5])
-    assert step >= 8 and is_commit_step(step, 2)  # the first commit after the signal, or a later one
+    assert step >= 8 and is_commit_step(step, [(None, 2)])  # the first commit after the signal, or a later one
     weights, accuracy = reference([(step, 2), (None, 3)])
     assert_same_weights(out, weights)
     assert final_line(job.stdout).startswith("ranks 3  steps ")
