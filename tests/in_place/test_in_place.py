@@ -357,8 +357,9 @@ def check_device_in_place(text, ranks, made, shrunk):
     for old in range(ranks):
         if old != 1:
             new = old - (old > 1)
-            assert "rank %d of %d: in place now rank %d of %d, step 4 again" % (old, ranks, new, ranks - 1) in text, text
-            assert "rank %d of %d: device communicators made %d, shrunk %d" % (new, ranks - 1, made, shrunk) in text, text
+            said = ("rank %d of %d: in place now rank %d of %d, step 4 again" % (old, ranks, new, ranks - 1),
+                    "rank %d of %d: device communicators made %d, shrunk %d" % (new, ranks - 1, made, shrunk))
+            assert said[0] in text and said[1] in text, text
     for step in range(4, 10):
         assert "step %d on %d ranks: exact" % (step, ranks - 1) in text, text
 
