@@ -179,8 +179,15 @@ struct InCycle {
 };
 }  // namespace
 
-bool Engine::run_cycle(bool* idle) {
+bool Engine::run_cycle(bool* idle, bool on_caller) {
   const InCycle in_cycle;
+  if (handed_) {
+    const std::unique_ptr<Handed> handed = std::move(handed_);
+    executor_.run(handed->responses, handed->agreed_at, handed->joined);
+    executor_.poll();
+    *idle = false;
+    return true;
+  }
   // A process set's engine counts ranks within the set: its messages name job ranks and the set.
   RankLabels labels(topology_.job_ranks,
                     topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
@@ -215,6 +222,11 @@ bool Engine::run_cycle(bool* idle) {
     if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
     const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
                         result.joined_ranks.end();
+    if (on_caller) {
+      handed_ = std::make_unique<Handed>(Handed{std::move(result.responses), steady_seconds(), joined});
+      *idle = false;
+      return true;
+    }
     executor_.run(result.responses, steady_seconds(), joined);
   }
   executor_.poll();
@@ -229,18 +241,19 @@ void Engine::drive(int64_t handle) {
     // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
     // soon as the peer runs its cycle, and took the op up if it began after the push.
     std::unique_lock<std::mutex> lock(cycle_mu_);
-    if (ended_ || !queue_.only(handle)) break;
+    if (ended_ || !queue_.only(handle) || handed_) break;
     // Device work runs: the engine thread polls it between cycles.
     if (executor_.running() > 0) break;
     driving_ = true;
     bool idle = false;
-    const bool going = run_cycle(&idle);
+    const bool going = run_cycle(&idle, true);
     driving_ = false;
-    if (!going) break;
+    if (!going || handed_) break;
   }
   // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is the
   // engine thread's.
   --drivers_;
+  // (Handed responses' entries are still in the queue.)
   if (ended_ || queue_.in_flight() > 0 || executor_.running_any_thread() > 0) queue_.wake();
 }
 

@@ -37,9 +37,12 @@ class Engine {
   // one in flight here and no cycle is running, the caller runs the negotiation cycles itself until the
   // op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
   // op's latency). Cycles are collective and ordered, so which thread of a rank runs one does not
-  // matter to the others. Leaves whatever is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
+  // matter to the others. The caller only negotiates (its waits give up on a lost peer) and ends an op
+  // that rode on the negotiation; an op that needs a collective of its own is handed to the engine
+  // thread, since a blocking MPI call with a lost peer would keep the caller for ever. Leaves whatever
+  // is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
   void drive(int64_t handle);
-  // Whether a caller is inside a cycle (it may be stuck in MPI on a lost peer).
+  // Whether a caller is inside a cycle.
   bool driven() const { return driving_; }
   // Asks every rank's engine to stop at the next cycle and waits for this one to end (or to be
   // abandoned).
@@ -70,7 +73,9 @@ class Engine {
   void loop();
   // One negotiation cycle and what it agreed on, under cycle_mu_; false once the engine has ended
   // (a failed negotiation or a shutdown), its ops failed. `idle`: nothing agreed and nothing in flight.
-  bool run_cycle(bool* idle);
+  // `on_caller`: a driving caller's cycle, which hands what it agreed on to the engine thread (handed_);
+  // a cycle on the engine thread first runs what was handed to it.
+  bool run_cycle(bool* idle, bool on_caller = false);
   // On the engine thread: takes up a timeline handed over by start/stop_timeline.
   void switch_timeline();
   void hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles);
@@ -106,6 +111,14 @@ class Engine {
   // queue's removals are one thread's at a time.
   std::mutex cycle_mu_;
   std::atomic<bool> driving_{false};
+  // Responses a caller's cycle agreed on, for the engine thread to run before its next cycle (every
+  // rank runs them in the agreed order: no cycle comes between). Under cycle_mu_.
+  struct Handed {
+    std::vector<Response> responses;
+    double agreed_at = 0;
+    bool joined = false;
+  };
+  std::unique_ptr<Handed> handed_;
   std::atomic<int> drivers_{0};     // callers between a quiet submit and the end of their drive()
   std::atomic<bool> ended_{false};  // a cycle ended the engine (run_cycle false): its thread stops
   std::atomic<bool> running_{false};
