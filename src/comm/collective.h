@@ -123,6 +123,13 @@ class Collective {
   // Runs the call, writing each piece's output. Either finishes before returning (`*pending` left
   // null) or returns OK with the rest of the work in `*pending`; an error means nothing is left running.
   virtual Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) = 0;
+  // Whether run() of at most `bytes` waits only in calls that give up when a peer is lost, so that a
+  // caller's thread may run it (engine/engine.h, drive): a blocking call with a lost peer would keep it
+  // for ever.
+  virtual bool gives_up_on_lost_peer(int64_t bytes) const {
+    (void)bytes;
+    return false;
+  }
 };
 
 class CollectiveRegistry {

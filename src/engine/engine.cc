@@ -222,7 +222,7 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
     const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
                         result.joined_ranks.end();
-    if (on_caller) {
+    if (on_caller && (joined || !executor_.runs_on_caller(result.responses))) {
       handed_ = std::make_unique<Handed>(Handed{std::move(result.responses), steady_seconds(), joined});
       *idle = false;
       return true;

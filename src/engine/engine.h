@@ -37,10 +37,10 @@ class Engine {
   // one in flight here and no cycle is running, the caller runs the negotiation cycles itself until the
   // op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
   // op's latency). Cycles are collective and ordered, so which thread of a rank runs one does not
-  // matter to the others. The caller only negotiates (its waits give up on a lost peer) and ends an op
-  // that rode on the negotiation; an op that needs a collective of its own is handed to the engine
-  // thread, since a blocking MPI call with a lost peer would keep the caller for ever. Leaves whatever
-  // is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
+  // matter to the others. The caller's waits must give up on a lost peer (a blocking MPI call with a
+  // lost peer would keep it for ever): it negotiates, ends an op that rode on the negotiation, and runs
+  // collectives that promise so (Collective::gives_up_on_lost_peer); others are handed to the engine
+  // thread. Leaves whatever is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
   void drive(int64_t handle);
   // Whether a caller is inside a cycle.
   bool driven() const { return driving_; }

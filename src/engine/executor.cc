@@ -84,6 +84,19 @@ bool joined_piece(const Response& r, Piece* p) {
 
 }  // namespace
 
+bool Executor::runs_on_caller(const std::vector<Response>& responses) const {
+  int64_t bytes = 0;  // all of them: whatever fusion makes of them
+  for (const Response& r : responses) {
+    if (r.ok()) bytes += r.size_bytes();
+  }
+  for (const Response& r : responses) {
+    if (!r.ok()) continue;  // ends here, without a collective
+    const Collective* c = registry_->find(r.kind, r.device, r.reduce_op);
+    if (c == nullptr || !c->gives_up_on_lost_peer(bytes)) return false;
+  }
+  return true;
+}
+
 void Executor::run(const std::vector<Response>& responses, double agreed_at, bool joined) {
   for (const FusionGroup& fused : plan_fusion(responses, fusion_threshold_bytes_)) {
     auto group = std::make_unique<Group>();

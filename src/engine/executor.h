@@ -29,6 +29,9 @@ class Executor {
   // `agreed_at`: when the cycle that produced `responses` finished negotiating. `joined`: this rank
   // is in join(), so it takes part in ops it did not submit.
   void run(const std::vector<Response>& responses, double agreed_at, bool joined = false);
+  // Whether every collective `responses` need gives up its waits on a lost peer (Collective::
+  // gives_up_on_lost_peer), so that a caller's thread may run them.
+  bool runs_on_caller(const std::vector<Response>& responses) const;
   // Ends the op that rode on the cycle's collective (engine/rider.h): its reduction, in `rider`, scaled
   // into its output as the CPU path would, over `size` ranks.
   void finish_ridden(const Response& response, const std::string& rider, int size, double agreed_at);

@@ -1,7 +1,7 @@
 // Small ops. KOLO_CALLER_DRIVES: a blocking call whose op is alone in flight runs its cycle on the
-// caller's thread, and an op that rides on that cycle's negotiation ends there (its callback runs
-// there); an op that needs a collective of its own (the first of its name, or one too large to ride),
-// an async call, a blocking one beside another op in flight, or the setting off leave it to kolo's
+// caller's thread, with the op (its callback runs there) where it rides on the negotiation or its
+// collective gives up on a lost peer (a flat allreduce of at most 64 KiB, nonblocking there); a larger
+// one, an async call, a blocking one beside another op in flight, or the setting off leave it to kolo's
 // thread. KOLO_SMALL_OP_BYTES: a recurring small allreduce rides on the negotiation, with the CPU
 // path's arithmetic. Each result exact.
 #include <gtest/gtest.h>
@@ -34,26 +34,26 @@ std::thread::id reduce_on(const std::string& name, bool block, int64_t elements 
 TEST(CallerDrives, ABlockingCallAloneRunsOnTheCallersThread) {
   if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   const std::thread::id me = std::this_thread::get_id();
-  // The first is negotiated and runs its own MPI_Allreduce (kolo's thread); cached, it rides.
-  EXPECT_NE(reduce_on("drives.blocking", true), me);
+  // The first is negotiated and runs its own allreduce; cached, it rides.
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(reduce_on("drives.blocking", true), me);
     EXPECT_NE(reduce_on("drives.async", false), me);
   }
 }
 
-TEST(CallerDrives, AnOpTooLargeToRideRunsOnKolosThread) {
+TEST(CallerDrives, AnOpOverSixtyFourKibRunsOnKolosThread) {
   if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
-  // 17 floats: 68 bytes, over KOLO_SMALL_OP_BYTES' 64. A blocking MPI call would keep the caller for
-  // ever if a peer were lost in it; kolo's thread is the one that may be left there.
-  for (int i = 0; i < 5; ++i) EXPECT_NE(reduce_on("drives.large", true, 17), std::this_thread::get_id());
+  // Too large to ride, but its nonblocking allreduce gives up on a lost peer: the caller's.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(reduce_on("drives.medium", true, 16384), std::this_thread::get_id());
+  // Over 64 KiB: the blocking MPI_Allreduce, which would keep a caller for ever if a peer were lost in it;
+  // kolo's thread is the one that may be left there.
+  for (int i = 0; i < 3; ++i) EXPECT_NE(reduce_on("drives.large", true, 16385), std::this_thread::get_id());
 }
 
 TEST(CallerDrives, BesideAnotherOpInFlightKolosThreadRunsIt) {
   if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
   // Rank 0's other op stays in flight until the others submit it, after the blocking call.
-  reduce_on("drives.beside", true);  // cached from now on: it rides
   Buffer other(DataType::kFloat32, {1});
   Handle pending;
   if (rank() == 0) pending = allreduce_async("drives.other", other.view(), other.view());

@@ -34,8 +34,19 @@ class SegmentReducer {
 
 class FlatReducer : public SegmentReducer {
  public:
+  // A small segment is reduced nonblocking, its wait giving up on a lost peer (mpi_status.h), so that a
+  // caller's thread may run it. On every rank alike, whichever thread runs it: a nonblocking collective
+  // never matches a blocking one. Large ones block: libnbc's schedule is slower than the blocking path's.
+  static constexpr int64_t kNonblockingBytes = 64 << 10;
   explicit FlatReducer(MPI_Comm comm) : comm_(comm) {}
   Status start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override {
+    int elem = 0;
+    MPI_Type_size(type, &elem);
+    if (static_cast<int64_t>(count) * elem <= kNonblockingBytes) {
+      MPI_Request req = MPI_REQUEST_NULL;
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Iallreduce(send, recv, count, type, op, comm_, &req), "MPI_Iallreduce");
+      return mpi_wait(&req, "MPI_Iallreduce");
+    }
     KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, count, type, op, comm_), "MPI_Allreduce");
     return Status::OK();
   }
@@ -177,6 +188,11 @@ class MpiAllreduce : public Collective {
     } else {
       reducer_ = std::make_unique<FlatReducer>(mpi.data());
     }
+  }
+
+  // Compression only narrows what travels; each segment is at most `bytes`.
+  bool gives_up_on_lost_peer(int64_t bytes) const override {
+    return !hierarchical_ && bytes <= FlatReducer::kNonblockingBytes;
   }
 
   const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }
