@@ -25,9 +25,9 @@ const std::vector<SettingInfo>& known_settings() {
        "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
       {"KOLO_CALLER_DRIVES", "1",
        "A blocking call (allreduce, not allreduce_async) whose op is the only one in flight on its rank runs "
-       "the negotiation on the caller's thread, and an op that rides on it (KOLO_SMALL_OP_BYTES) ends there, "
-       "sparing the hand-offs to kolo's thread and back (most of a small op's latency); an op needing a "
-       "collective of its own runs on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
+       "the negotiation, and the op where it rides on it (KOLO_SMALL_OP_BYTES) or is a flat CPU allreduce of at "
+       "most 64 KiB, on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
+       "op's latency); other ops run on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
       {"KOLO_SMALL_OP_BYTES", "64",
        "A CPU allreduce of at most this many bytes (float32, float64, int32 or int64; not Adasum) whose name "
        "recurs rides on the negotiation's own collective when every rank has it ready: one collective "
