@@ -1,47 +1,29 @@
 #include "comm/mpi/mpi_control_channel.h"
 
-#include <atomic>
 #include <climits>
 #include <cstring>
 
 #include "comm/mpi/mpi_status.h"
+#include "comm/mpi/recursive_doubling.h"
 
 namespace kolo {
 
 namespace {
 
-// The words and the rider travel as one element, [word count][words][rider], so that MPI never cuts
-// them apart; this op ANDs the words and hands the riders to the combine (one for the process).
-std::atomic<ControlChannel::RiderCombine> g_combine{nullptr};
-
-void and_and_ride(void* in, void* inout, int* len, MPI_Datatype* type) {
-  int bytes = 0;
-  MPI_Type_size(*type, &bytes);
-  for (int e = 0; e < *len; ++e) {
-    const char* from = static_cast<const char*>(in) + static_cast<size_t>(e) * static_cast<size_t>(bytes);
-    char* into = static_cast<char*>(inout) + static_cast<size_t>(e) * static_cast<size_t>(bytes);
-    uint64_t n = 0;
-    std::memcpy(&n, from, sizeof n);
-    for (uint64_t i = 1; i <= n; ++i) {
-      uint64_t a, b;
-      std::memcpy(&a, from + i * 8, 8);
-      std::memcpy(&b, into + i * 8, 8);
-      b &= a;
-      std::memcpy(into + i * 8, &b, 8);
-    }
-    const size_t words = (n + 1) * 8;
-    g_combine.load()(from + words, into + words, static_cast<size_t>(bytes) - words);
+// A block of words, ANDed.
+void and_words(const char* from, char* into, size_t bytes) {
+  for (size_t i = 0; i + 8 <= bytes; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, from + i, 8);
+    std::memcpy(&b, into + i, 8);
+    b &= a;
+    std::memcpy(into + i, &b, 8);
   }
 }
 
-MPI_Op ride_op() {
-  static MPI_Op op = [] {
-    MPI_Op o = MPI_OP_NULL;
-    MPI_Op_create(&and_and_ride, 1, &o);  // never freed: one per process
-    return o;
-  }();
-  return op;
-}
+
+// The negotiation's blocks, on kolo's control communicator (nothing else receives there).
+constexpr int kNegotiationTag = 1;
 
 }  // namespace
 
@@ -50,45 +32,31 @@ MpiControlChannel::MpiControlChannel(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_size(comm_, &size_);
 }
 
-MpiControlChannel::~MpiControlChannel() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
-  for (auto& kv : blocks_) MPI_Type_free(&kv.second);
-}
-
 Status MpiControlChannel::allreduce_and(std::vector<uint64_t>* words, std::string* rider, RiderCombine combine) {
-  g_combine = combine;
-  const size_t head = (words->size() + 1) * 8, bytes = head + rider->size();
-  std::vector<char> block(bytes);
-  const uint64_t n = words->size();
-  std::memcpy(block.data(), &n, 8);
-  std::memcpy(block.data() + 8, words->data(), n * 8);
-  std::memcpy(block.data() + head, rider->data(), rider->size());
-  auto it = blocks_.find(bytes);
-  if (it == blocks_.end()) {
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type), "MPI_Type_contiguous");
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Type_commit(&type), "MPI_Type_commit");
-    it = blocks_.emplace(bytes, type).first;
-  }
-  const MPI_Datatype type = it->second;
-  MPI_Request req;
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, block.data(), 1, type, ride_op(), comm_, &req),
-                           "negotiation MPI_Iallreduce");
-  Status s = mpi_wait(&req, "negotiation MPI_Iallreduce");
+  // The words and the rider travel as one block: the words are ANDed and the riders combined.
+  const size_t head = words->size() * 8, bytes = head + rider->size();
+  block_.resize(bytes);
+  scratch_.resize(bytes);
+  std::memcpy(block_.data(), words->data(), head);
+  std::memcpy(block_.data() + head, rider->data(), rider->size());
+  Status s = recursive_doubling_allreduce(
+      comm_, rank_, size_, kNegotiationTag, block_.data(), scratch_.data(), bytes,
+      [head, combine](const char* from, char* into, size_t n) {
+        and_words(from, into, head);
+        combine(from + head, into + head, n - head);
+      },
+      "negotiation allreduce");
   if (!s.ok()) return s;
-  std::memcpy(words->data(), block.data() + 8, n * 8);
-  std::memcpy(&(*rider)[0], block.data() + head, rider->size());
+  std::memcpy(words->data(), block_.data(), head);
+  std::memcpy(&(*rider)[0], block_.data() + head, rider->size());
   return Status::OK();
 }
 
 Status MpiControlChannel::allreduce_and(std::vector<uint64_t>* words) {
-  MPI_Request req;
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()),
-                                          MPI_UINT64_T, MPI_BAND, comm_, &req),
-                           "negotiation MPI_Iallreduce");
-  return mpi_wait(&req, "negotiation MPI_Iallreduce");
+  const size_t bytes = words->size() * 8;
+  scratch_.resize(bytes);
+  return recursive_doubling_allreduce(comm_, rank_, size_, kNegotiationTag, reinterpret_cast<char*>(words->data()),
+                                      scratch_.data(), bytes, &and_words, "negotiation allreduce");
 }
 
 Status MpiControlChannel::gather(const std::string& mine, std::vector<std::string>* all) {

@@ -1,10 +1,10 @@
-// Negotiation over MPI: nonblocking collectives on kolo's control communicator, waited on
-// politely (mpi_wait) so idle cycles do not burn a core.
+// Negotiation over MPI on kolo's control communicator: the bit-vector AND by recursive doubling over
+// point-to-point messages (recursive_doubling.h), the gather and broadcast as nonblocking collectives;
+// all waited on politely (mpi_wait) so idle cycles do not burn a core, and given up on a lost peer.
 #pragma once
 
 #include <mpi.h>
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -17,7 +17,6 @@ class MpiControlChannel : public ControlChannel {
   explicit MpiControlChannel(MPI_Comm comm);
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  ~MpiControlChannel() override;
   Status allreduce_and(std::vector<uint64_t>* words) override;
   Status allreduce_and(std::vector<uint64_t>* words, std::string* rider, RiderCombine combine) override;
   Status gather(const std::string& mine, std::vector<std::string>* all) override;
@@ -25,7 +24,7 @@ class MpiControlChannel : public ControlChannel {
 
  private:
   MPI_Comm comm_;
-  std::map<size_t, MPI_Datatype> blocks_;  // one element of the words and rider, by its bytes
+  std::vector<char> block_, scratch_;  // the AND's, kept between cycles
   int rank_ = 0;
   int size_ = 1;
 };
