@@ -28,7 +28,7 @@
 namespace kolo {
 namespace {
 
-constexpr int kTag = 0x4164;  // "Ad"; point-to-point on the data communicator, which no other send uses
+constexpr int kTag = 0x4164;  // "Ad"; point-to-point on the data communicator, a tag no other send uses
 constexpr int64_t kChunkBytes = int64_t{1} << 30;  // MPI counts are ints
 
 // Sends and receives between two ranks in chunks both sides cut alike (one's send is the other's receive).

@@ -64,7 +64,7 @@ class FlatReducer : public SegmentReducer {
   }
 
  private:
-  static constexpr int kTag = 2;  // nothing else receives point-to-point on the data communicator
+  static constexpr int kTag = 2;  // on the data communicator; Adasum's messages there have their own
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   std::vector<char> scratch_;

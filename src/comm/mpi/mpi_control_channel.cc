@@ -21,7 +21,6 @@ void and_words(const char* from, char* into, size_t bytes) {
   }
 }
 
-
 // The negotiation's blocks, on kolo's control communicator (nothing else receives there).
 constexpr int kNegotiationTag = 1;
 
