@@ -291,9 +291,9 @@ void Runtime::end_if_a_caller_is_stuck(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
     engines = engines_;
   }
-  // A caller that drives a cycle (a blocking call, Engine::drive) gives up its MPI waits by now; one
-  // still inside a blocking MPI call with the lost peer (a collective it had begun) is reached by
-  // nothing: rather than leave it waiting for ever, the job ends, as it must.
+  // A caller that drives a cycle (a blocking call, Engine::drive) waits only in calls that give up, and
+  // has left its cycle by now. A last guard: one still inside a cycle (stuck where nothing reaches it)
+  // would wait for ever, so the job ends, as it must.
   std::thread([engines, why] {
     std::this_thread::sleep_for(std::chrono::seconds(2));
     for (const auto& e : engines) {

@@ -38,7 +38,7 @@ class FlatReducer : public SegmentReducer {
  public:
   // A small segment is reduced by recursive doubling over point-to-point messages, each wait giving up
   // on a lost peer (recursive_doubling.h), so that a caller's thread may run it; faster than Open MPI's
-  // MPI_Iallreduce, and as fast as its blocking one, at these sizes. On every rank alike, whichever
+  // MPI_Iallreduce at these sizes (README, Small ops). On every rank alike, whichever
   // thread runs it. Larger ones go to MPI_Allreduce, whose algorithms suit them.
   static constexpr int64_t kSmallBytes = 64 << 10;
   explicit FlatReducer(MPI_Comm comm) : comm_(comm) {
