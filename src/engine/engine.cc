@@ -188,6 +188,12 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     *idle = false;
     return true;
   }
+  // A caller that submitted after the engine thread's check in loop() drives its op: the cycle is its
+  // (checked again here, under the cycle lock, so the engine thread rarely takes up a driven op).
+  if (!on_caller && drivers_ > 0) {
+    *idle = false;
+    return true;
+  }
   // A process set's engine counts ranks within the set: its messages name job ranks and the set.
   RankLabels labels(topology_.job_ranks,
                     topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
