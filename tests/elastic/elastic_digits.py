@@ -62,6 +62,14 @@ def test_event(step):
         print("event %s at %.3f" % (event[3], time.time()), flush=True)
         if event[3] in ("die", "freeze"):
             os.kill(os.getpid(), signal.SIGKILL if event[3] == "die" else signal.SIGSTOP)
+        if event[3] == "grow":
+            # The job must still run when kolorun's discovery sees the new slot and signals it (a fast
+            # machine can end 6 epochs of digits first): this rank waits for the signal, the others in
+            # their next allreduce.
+            from kolo.elastic import runner
+            deadline = time.time() + 30
+            while not runner._hosts_changed and time.time() < deadline:
+                time.sleep(0.05)
         if event[3] in ("die-in-recovery", "die-in-sync"):
             global dies_in_recovery
             dies_in_recovery = event[3]

@@ -6,6 +6,7 @@ again on the hosts left. At the start of each attempt the ranks agree on the new
 kept (commit_store), its holder loads it and every rank syncs from it. New hosts: kolorun sends
 SIGUSR1 (mpirun forwards it to every rank); at the next commit the ranks agree on it, and all exit
 with RESTART_EXIT, which kolorun answers by starting them on the new hosts, from that commit."""
+import atexit
 import functools
 import os
 import signal
@@ -56,6 +57,17 @@ if is_elastic_launch():
         signal.signal(signal.SIGUSR1, _on_hosts_changed)
     except ValueError:  # imported off the main thread: run() installs it
         pass
+
+    def _ignore_hosts_changed_at_exit():
+        # Python puts its handlers back to the default as it finalizes; a signal for a host added just as
+        # the job ends would then kill a rank that finished well (and kolorun would restart the job).
+        # An ignored signal stays ignored.
+        try:
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        except ValueError:
+            pass
+
+    atexit.register(_ignore_hosts_changed_at_exit)
 
 
 def hosts_changed_everywhere():
