@@ -65,6 +65,12 @@ const char* usage() {
          "  --cache-capacity N                KOLO_CACHE_CAPACITY (0: no response cache)\n"
          "  --hierarchical-allreduce          KOLO_HIERARCHICAL_ALLREDUCE=1\n"
          "  --hierarchical-allgather          KOLO_HIERARCHICAL_ALLGATHER=1\n"
+         "  --autotune                        KOLO_AUTOTUNE=1\n"
+         "  --autotune-log-file FILE          KOLO_AUTOTUNE_LOG\n"
+         "  --autotune-warmup-samples N       KOLO_AUTOTUNE_WARMUP_SAMPLES\n"
+         "  --autotune-steps-per-sample N     KOLO_AUTOTUNE_STEPS_PER_SAMPLE\n"
+         "  --autotune-bayes-opt-max-samples N      KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES\n"
+         "  --autotune-gaussian-process-noise X     KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE\n"
          "  --stall-check-warning-time-seconds N   KOLO_STALL_CHECK_SECONDS\n"
          "  --stall-check-shutdown-time-seconds N  KOLO_STALL_SHUTDOWN_SECONDS\n"
          "  --no-stall-check                  KOLO_STALL_CHECK_SECONDS=0\n"
@@ -322,6 +328,19 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       o->settings.emplace_back("KOLO_HIERARCHICAL_ALLREDUCE", "1");
     } else if (a == "--hierarchical-allgather") {
       o->settings.emplace_back("KOLO_HIERARCHICAL_ALLGATHER", "1");
+    } else if (a == "--autotune") {
+      o->settings.emplace_back("KOLO_AUTOTUNE", "1");
+    } else if (a == "--autotune-log-file") {
+      if (!value(a, &v)) return false;
+      o->settings.emplace_back("KOLO_AUTOTUNE_LOG", v);
+    } else if (a == "--autotune-warmup-samples") {
+      if (!number_setting(a, "KOLO_AUTOTUNE_WARMUP_SAMPLES", 1.0, true)) return false;
+    } else if (a == "--autotune-steps-per-sample") {
+      if (!number_setting(a, "KOLO_AUTOTUNE_STEPS_PER_SAMPLE", 1.0, true)) return false;
+    } else if (a == "--autotune-bayes-opt-max-samples") {
+      if (!number_setting(a, "KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 1.0, true)) return false;
+    } else if (a == "--autotune-gaussian-process-noise") {
+      if (!number_setting(a, "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", 1.0, false)) return false;
     } else if (a == "--log-level") {
       if (!value(a, &v)) return false;
       o->settings.emplace_back("KOLO_LOG_LEVEL", v);

@@ -190,6 +190,8 @@ Status Runtime::start_set_instance(int id, const std::vector<int>& ranks, MPI_Co
   instance->mpi->mark_process_set(id, ranks);
   Topology topo = instance->mpi->topology();
   Config config = base_config_;
+  // KOLO_AUTOTUNE tunes the global set's engine; a set's engine keeps the settings it starts with.
+  config.autotune.enabled = false;
   std::unique_ptr<Timeline> timeline;
   std::string path;
   bool cycles = false;

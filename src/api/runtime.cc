@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "comm/barrier.h"
+#include "comm/hierarchy_choice.h"
 #include "comm/device/device_collectives.h"
 #include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_collectives.h"
@@ -14,6 +15,7 @@
 #include "comm/mpi/mpi_status.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "engine/tuning/autotuner.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -125,7 +127,7 @@ std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, con
                                                              std::shared_ptr<DeviceContext>* device) {
   const Topology& topo = mpi.topology();
   resolve_layout_defaults(topo.cross_size > 1, config);
-  const CpuTuning tuning{config->segment_bytes, config->zero_copy_bytes};
+  const CollectiveTuning tuning{config->segment_bytes, config->zero_copy_bytes};
   auto registry = std::make_unique<CollectiveRegistry>();
   // Hierarchical allreduce splits each host's share into one block per local rank, so every host
   // must have as many ranks; hierarchical allgather works with any layout.
@@ -134,8 +136,14 @@ std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, con
     KOLO_LOG(kWarning, "KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every host; "
                        "using flat allreduce");
   }
-  registry->add(hierarchical_allreduce ? make_mpi_hierarchical_allreduce(mpi, tuning)
-                                       : make_mpi_allreduce(mpi, tuning));
+  // Where KOLO_AUTOTUNE chooses between flat and hierarchical, both are built (comm/hierarchy_choice.h).
+  if (Autotuner::tunes_hierarchy(*config, topo)) {
+    registry->add(make_hierarchy_choice(make_mpi_allreduce(mpi, tuning), make_mpi_hierarchical_allreduce(mpi, tuning),
+                                        hierarchical_allreduce));
+  } else {
+    registry->add(hierarchical_allreduce ? make_mpi_hierarchical_allreduce(mpi, tuning)
+                                         : make_mpi_allreduce(mpi, tuning));
+  }
   registry->add(make_mpi_adasum(mpi));
   registry->add(config->hierarchical_allgather ? make_mpi_hierarchical_allgather(mpi) : make_mpi_allgather(mpi));
   registry->add(make_mpi_broadcast(mpi, tuning));
@@ -166,7 +174,12 @@ void Runtime::add_device_collectives(const Config& config, bool hierarchical_all
   }
   *device = std::make_shared<DeviceContext>(backend_, mpi);
   DeviceContext& d = **device;
-  registry->add(hierarchical_allreduce ? make_device_hierarchical_allreduce(d) : make_device_allreduce(d));
+  if (Autotuner::tunes_hierarchy(config, mpi.topology())) {
+    registry->add(make_hierarchy_choice(make_device_allreduce(d), make_device_hierarchical_allreduce(d),
+                                        hierarchical_allreduce));
+  } else {
+    registry->add(hierarchical_allreduce ? make_device_hierarchical_allreduce(d) : make_device_allreduce(d));
+  }
   registry->add(make_device_adasum(d));
   registry->add(config.hierarchical_allgather ? make_device_hierarchical_allgather(d) : make_device_allgather(d));
   registry->add(make_device_broadcast(d));

@@ -49,4 +49,8 @@ std::string CollectiveRegistry::unsupported_reason(DeviceType device) const {
   return no_gpu_reason_.empty() ? "this kolo has no GPU support" : no_gpu_reason_;
 }
 
+void CollectiveRegistry::tune(const CollectiveTuning& tuning) {
+  for (auto& c : all_) c->tune(tuning);
+}
+
 }  // namespace kolo

@@ -72,6 +72,14 @@ struct CollectiveCall {
   int64_t size_bytes() const { return num_elements() * static_cast<int64_t>(dtype_size(dtype)); }
 };
 
+// Settings a collective takes up between runs: KOLO_SEGMENT_BYTES and friends at start, and
+// KOLO_AUTOTUNE's choices on a live job (every rank at the same cycle, none while a run is under way).
+struct CollectiveTuning {
+  int64_t segment_bytes = 0;    // CPU: the largest MPI call; 0: no limit
+  int64_t zero_copy_bytes = 0;  // CPU: tensors this large are reduced where they lie; 0: never
+  bool hierarchical = false;    // allreduce: inside hosts, then across (where one can choose)
+};
+
 // The phases of each piece that a collective reports, for the timeline.
 enum class Phase { kPack, kCollective, kUnpack };
 constexpr int kNumPhases = 3;
@@ -130,6 +138,8 @@ class Collective {
     (void)bytes;
     return false;
   }
+  // Takes up what concerns it; the rest is ignored.
+  virtual void tune(const CollectiveTuning& tuning) { (void)tuning; }
 };
 
 class CollectiveRegistry {
@@ -143,6 +153,8 @@ class CollectiveRegistry {
   // Why ops on `device` have no collective (for the error at enqueue), e.g. "no GPU is usable: ...".
   void set_unsupported_reason(DeviceType device, std::string why);
   std::string unsupported_reason(DeviceType device) const;
+  // Hands `tuning` to every collective.
+  void tune(const CollectiveTuning& tuning);
 
  private:
   std::vector<std::unique_ptr<Collective>> all_;

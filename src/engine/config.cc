@@ -68,6 +68,20 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_JOIN_AVERAGE", "size",
        "While some ranks are in join() (contributing zeros): size, an Average divides by the number of "
        "ranks, as Horovod and PyTorch's Join do; contributors, by the ranks that contributed."},
+      {"KOLO_AUTOTUNE", "0",
+       "1: tune KOLO_FUSION_THRESHOLD_BYTES, KOLO_SEGMENT_BYTES, KOLO_ZERO_COPY_BYTES and, when the job spans "
+       "hosts with as many ranks on each, KOLO_HIERARCHICAL_ALLREDUCE on the running job (Bayesian "
+       "optimisation of the bytes reduced per second, decided on rank 0 and applied by every rank at the same "
+       "cycle), then keep the best. A setting given explicitly is not tuned."},
+      {"KOLO_AUTOTUNE_LOG", "(unset)", "With KOLO_AUTOTUNE: rank 0 writes every sample (settings, steps, bytes, "
+       "seconds, score) and the settings it kept to this CSV file."},
+      {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "3", "Samples at the starting settings that are discarded first."},
+      {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "10",
+       "Steps each sample measures (a step ends where a name seen since it began recurs)."},
+      {"KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "20",
+       "Samples scored (the starting settings, then the optimiser's choices) before the best is kept."},
+      {"KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.5",
+       "The scores' noise the optimiser assumes, as a share of their spread; larger trusts single samples less."},
   };
   return settings;
 }
@@ -193,6 +207,23 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.check(c.cache_capacity <= (1 << 20), "KOLO_CACHE_CAPACITY", "at most 1048576");
   p.check(c.small_op_bytes <= 4096, "KOLO_SMALL_OP_BYTES", "at most 4096");
   p.check(c.segment_bytes <= (1ll << 30), "KOLO_SEGMENT_BYTES", "at most 1073741824 (1 GiB)");
+  Config::Autotune& a = c.autotune;
+  p.boolean("KOLO_AUTOTUNE", &a.enabled);
+  p.text("KOLO_AUTOTUNE_LOG", &a.log_path);
+  p.non_negative_int("KOLO_AUTOTUNE_WARMUP_SAMPLES", &a.warmup_samples);
+  p.non_negative_int("KOLO_AUTOTUNE_STEPS_PER_SAMPLE", &a.steps_per_sample);
+  p.non_negative_int("KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", &a.max_samples);
+  p.non_negative_double("KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", &a.noise);
+  p.check(a.steps_per_sample >= 1 && a.steps_per_sample <= 100000, "KOLO_AUTOTUNE_STEPS_PER_SAMPLE",
+          "an integer from 1 to 100000");
+  p.check(a.max_samples >= 1 && a.max_samples <= 1000, "KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+          "an integer from 1 to 1000");
+  p.check(a.warmup_samples <= 1000, "KOLO_AUTOTUNE_WARMUP_SAMPLES", "at most 1000");
+  p.check(a.noise > 0 && a.noise <= 10, "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "a number above 0, at most 10");
+  a.fixed_fusion_threshold = lookup("KOLO_FUSION_THRESHOLD_BYTES") != nullptr;
+  a.fixed_segment = lookup("KOLO_SEGMENT_BYTES") != nullptr;
+  a.fixed_zero_copy = lookup("KOLO_ZERO_COPY_BYTES") != nullptr;
+  a.fixed_hierarchical = lookup("KOLO_HIERARCHICAL_ALLREDUCE") != nullptr;
   if (!p.status().ok()) return p.status();
   *config = c;
   return Status::OK();

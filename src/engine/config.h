@@ -40,6 +40,19 @@ struct Config {
   // While some ranks are in join(): an Average divides by every rank (Horovod's and DDP's Join), or
   // by the ranks that contributed.
   bool join_average_over_contributors = false;
+  // KOLO_AUTOTUNE (engine/tuning/autotuner.h): tunes the fusion threshold, segment and zero-copy sizes
+  // and, across hosts, hierarchical allreduce on the running job; a setting given explicitly stays fixed.
+  struct Autotune {
+    bool enabled = false;
+    std::string log_path;  // empty: no log
+    int64_t warmup_samples = 3;
+    int64_t steps_per_sample = 10;
+    int64_t max_samples = 20;
+    double noise = 0.5;
+    // Given explicitly (environment or init's settings): not tuned.
+    bool fixed_fusion_threshold = false, fixed_segment = false, fixed_zero_copy = false,
+         fixed_hierarchical = false;
+  } autotune;
 };
 
 struct SettingInfo {

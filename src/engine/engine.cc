@@ -23,7 +23,14 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       handles_(handles),
       controller_(channel_.get(), config_),
       executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
-                config_.join_average_over_contributors) {}
+                config_.join_average_over_contributors) {
+  if (config_.autotune.enabled) {
+    const TunedSettings start{config_.fusion_threshold_bytes, config_.segment_bytes, config_.zero_copy_bytes,
+                              config_.hierarchical_allreduce && topology.homogeneous};
+    tuner_ = std::make_unique<Autotuner>(config_.autotune, start, Autotuner::tunes_hierarchy(config_, topology),
+                                         topology.rank);
+  }
+}
 
 Engine::~Engine() { stop(); }
 
@@ -198,6 +205,7 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   RankLabels labels(topology_.job_ranks,
                     topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
   switch_timeline();
+  apply_tuning();
   CycleResult result;
   const size_t rider_data = static_cast<size_t>(config_.small_op_bytes);
   Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result,
@@ -223,6 +231,16 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     ended_ = true;
     return false;
   }
+  if (tuner_ && !tuner_->done()) {
+    s = observe_tuning(result);
+    if (!s.ok()) {
+      KOLO_LOG(kError, "autotuning failed, stopping kolo on this rank: " << s.message());
+      fail_all(set_prefix() + "autotuning failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
+               StatusCode::kInternal);
+      ended_ = true;
+      return false;
+    }
+  }
   if (result.ridden) executor_.finish_ridden(result.ridden_response, result.rider, topology_.size, steady_seconds());
   if (!result.responses.empty()) {
     if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
@@ -239,6 +257,25 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   if (timeline_) timeline_->flush_if_due(steady_seconds());
   *idle = result.responses.empty() && queue_.in_flight() == 0 && executor_.running() == 0;
   return true;
+}
+
+Status Engine::observe_tuning(const CycleResult& result) {
+  const double now = steady_seconds();
+  if (result.ridden) tuner_->observe(result.ridden_response, now);
+  for (const Response& r : result.responses) tuner_->observe(r, now);
+  if (!tuner_->sample_ended()) return Status::OK();
+  std::string decision = topology_.rank == 0 ? tuner_->decide(now) : std::string();
+  Status s = channel_->broadcast(&decision);
+  if (!s.ok()) return s;
+  return tuner_->adopt(decision);
+}
+
+void Engine::apply_tuning() {
+  TunedSettings next;
+  if (!tuner_ || !tuner_->take_change(&next)) return;
+  executor_.set_fusion_threshold(next.fusion_threshold_bytes);
+  registry_->tune(CollectiveTuning{next.segment_bytes, next.zero_copy_bytes, next.hierarchical_allreduce});
+  if (topology_.rank == 0) KOLO_LOG(kDebug, "KOLO_AUTOTUNE: now " << next.describe());
 }
 
 void Engine::drive(int64_t handle) {

@@ -20,6 +20,7 @@
 #include "engine/handle_table.h"
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
+#include "engine/tuning/autotuner.h"
 
 namespace kolo {
 
@@ -85,6 +86,11 @@ class Engine {
   // Ends the device work that has ended; the next nap: the first again if some did, else doubled.
   double poll_device_work(double nap);
   void fail_all(const std::string& why, StatusCode code);
+  // KOLO_AUTOTUNE: counts what the cycle agreed on; where a sample ended, rank 0's decision reaches every
+  // rank through the control channel (a collective, at the same cycle everywhere).
+  Status observe_tuning(const CycleResult& result);
+  // Applies the tuner's new settings, if any, before a cycle.
+  void apply_tuning();
 
   // How long a stopping engine waits for work still running on a device before aborting it.
   static constexpr double kDrainSeconds = 30.0;
@@ -106,6 +112,7 @@ class Engine {
   TensorQueue queue_;
   Controller controller_;
   Executor executor_;
+  std::unique_ptr<Autotuner> tuner_;  // KOLO_AUTOTUNE; under cycle_mu_
   std::thread thread_;
   // Held for a cycle, by the engine thread or a driving caller: the controller, the executor and the
   // queue's removals are one thread's at a time.

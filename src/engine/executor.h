@@ -41,6 +41,8 @@ class Executor {
   size_t running() const { return running_.size(); }
   // The same, from any thread.
   size_t running_any_thread() const { return running_count_; }
+  // Between cycles (KOLO_AUTOTUNE): the largest fused group from the next run on.
+  void set_fusion_threshold(int64_t bytes) { fusion_threshold_bytes_ = bytes; }
   // On the engine thread: where phases are written from now on (null: nowhere).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   // Waits up to `seconds` for the running work, then aborts what is left, ending it with `why`; ends

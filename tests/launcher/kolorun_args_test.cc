@@ -96,6 +96,16 @@ TEST(KolorunCommand, EveryOptionBecomesAKoloVariableOrAnMpirunFlag) {
             "NCCL_SOCKET_IFNAME=eth1 SECRET_TOKEN=abc");
 }
 
+TEST(KolorunCommand, HorovodrunsAutotuneOptionsBecomeKoloVariables) {
+  Translated t = translate({"-np", "2", "--autotune", "--autotune-log-file", "/tmp/tune.csv",
+                            "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "5",
+                            "--autotune-bayes-opt-max-samples", "12", "--autotune-gaussian-process-noise", "0.5", "./t"});
+  EXPECT_EQ(t.env,
+            "KOLO_AUTOTUNE=1 KOLO_AUTOTUNE_LOG=/tmp/tune.csv KOLO_AUTOTUNE_WARMUP_SAMPLES=1 "
+            "KOLO_AUTOTUNE_STEPS_PER_SAMPLE=5 KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=12 "
+            "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE=0.5");
+}
+
 TEST(KolorunCommand, ForwardsKoloNcclAndPathsFromTheEnvironment) {
   Translated t = translate({"-np", "1", "./t"},
                            machine(false, {"NCCL_DEBUG", "HOME", "KOLO_LOG_LEVEL", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH"}));

@@ -110,6 +110,20 @@ TEST(BayesianOptimizer, OneSampleIsItsOwnBest) {
   EXPECT_EQ(optimizer.best_mean(), 123.5);
 }
 
+TEST(BayesianOptimizer, BestPointsAreDistinctAndRankedByPosteriorMean) {
+  BayesianOptimizer optimizer(1, 5);
+  for (double x : {0.1, 0.3, 0.5, 0.7, 0.9}) optimizer.add_sample({x}, -(x - 0.5) * (x - 0.5));
+  optimizer.add_sample({0.5}, 0.0);  // the same point twice: listed once
+  const std::vector<BayesianOptimizer::Ranked> top = optimizer.best_points(3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].point, (std::vector<double>{0.5}));
+  EXPECT_EQ(top[0].mean, optimizer.best_mean());
+  EXPECT_GE(top[0].mean, top[1].mean);
+  EXPECT_GE(top[1].mean, top[2].mean);
+  for (const auto& r : top) EXPECT_TRUE(r.point[0] == 0.3 || r.point[0] == 0.5 || r.point[0] == 0.7) << r.point[0];
+  EXPECT_EQ(optimizer.best_points(10).size(), 5u);
+}
+
 TEST(BayesianOptimizer, EqualScoresAndDuplicatePointsStayFinite) {
   BayesianOptimizer optimizer(2, 11, 0.0);  // no noise: duplicates make the kernel singular
   for (int i = 0; i < 4; ++i) optimizer.add_sample({0.5, 0.5}, 3.0e9);

@@ -33,6 +33,42 @@ TEST(Config, Defaults) {
   EXPECT_FALSE(c.join_average_over_contributors);
 }
 
+TEST(Config, AutotuneReadsItsSettingsAndWhatWasFixed) {
+  Config c;
+  ASSERT_TRUE(parse({}, &c).ok());
+  EXPECT_FALSE(c.autotune.enabled);
+  EXPECT_EQ(c.autotune.warmup_samples, 3);
+  EXPECT_EQ(c.autotune.steps_per_sample, 10);
+  EXPECT_EQ(c.autotune.max_samples, 20);
+  EXPECT_EQ(c.autotune.noise, 0.5);
+  EXPECT_FALSE(c.autotune.fixed_fusion_threshold || c.autotune.fixed_segment || c.autotune.fixed_zero_copy ||
+               c.autotune.fixed_hierarchical);
+  ASSERT_TRUE(parse({{"KOLO_AUTOTUNE", "1"},
+                     {"KOLO_AUTOTUNE_LOG", "/tmp/tune.csv"},
+                     {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "0"},
+                     {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "4"},
+                     {"KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "12"},
+                     {"KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.5"},
+                     {"KOLO_SEGMENT_BYTES", "0"},
+                     {"KOLO_HIERARCHICAL_ALLREDUCE", "0"}},
+                    &c)
+                  .ok());
+  EXPECT_TRUE(c.autotune.enabled);
+  EXPECT_EQ(c.autotune.log_path, "/tmp/tune.csv");
+  EXPECT_EQ(c.autotune.warmup_samples, 0);
+  EXPECT_EQ(c.autotune.steps_per_sample, 4);
+  EXPECT_EQ(c.autotune.max_samples, 12);
+  EXPECT_EQ(c.autotune.noise, 0.5);
+  EXPECT_FALSE(c.autotune.fixed_fusion_threshold);
+  EXPECT_TRUE(c.autotune.fixed_segment);
+  EXPECT_FALSE(c.autotune.fixed_zero_copy);
+  EXPECT_TRUE(c.autotune.fixed_hierarchical);
+  Status s = parse({{"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "0"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_AUTOTUNE_STEPS_PER_SAMPLE='0' is not valid: expected an integer from 1 to 100000.");
+  s = parse({{"KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE='0' is not valid: expected a number above 0, at most 10.");
+}
+
 TEST(Config, LayoutDefaultsDependOnWhetherTheJobSpansHosts) {
   Config one_host, hosts;
   resolve_layout_defaults(false, &one_host);

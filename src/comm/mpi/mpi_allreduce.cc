@@ -196,7 +196,7 @@ class HierarchicalReducer : public SegmentReducer {
 
 class MpiAllreduce : public Collective {
  public:
-  MpiAllreduce(const MpiContext& mpi, const CpuTuning& tuning, bool hierarchical)
+  MpiAllreduce(const MpiContext& mpi, const CollectiveTuning& tuning, bool hierarchical)
       : mpi_(mpi), tuning_(tuning), hierarchical_(hierarchical) {
     if (hierarchical) {
       reducer_ = std::make_unique<HierarchicalReducer>(mpi);
@@ -211,6 +211,11 @@ class MpiAllreduce : public Collective {
   }
 
   const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }
+
+  void tune(const CollectiveTuning& tuning) override {
+    tuning_.segment_bytes = tuning.segment_bytes;
+    tuning_.zero_copy_bytes = tuning.zero_copy_bytes;
+  }
 
   bool accepts(OpKind kind, DeviceType device) const override {
     return kind == OpKind::kAllreduce && device == DeviceType::kCPU;
@@ -325,7 +330,7 @@ class MpiAllreduce : public Collective {
 
  private:
   const MpiContext& mpi_;
-  const CpuTuning tuning_;
+  CollectiveTuning tuning_;  // its segment and zero-copy sizes
   const bool hierarchical_;
   std::unique_ptr<SegmentReducer> reducer_;
   std::vector<char> staging_;  // the fusion buffer: a slot for each packed segment in flight
@@ -333,11 +338,11 @@ class MpiAllreduce : public Collective {
 
 }  // namespace
 
-std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CpuTuning& tuning) {
+std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CollectiveTuning& tuning) {
   return std::make_unique<MpiAllreduce>(mpi, tuning, false);
 }
 
-std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CpuTuning& tuning) {
+std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CollectiveTuning& tuning) {
   return std::make_unique<MpiAllreduce>(mpi, tuning, true);
 }
 

@@ -13,8 +13,9 @@ namespace {
 
 class MpiBroadcast : public Collective {
  public:
-  MpiBroadcast(const MpiContext& mpi, const CpuTuning& tuning) : mpi_(mpi), tuning_(tuning) {}
+  MpiBroadcast(const MpiContext& mpi, const CollectiveTuning& tuning) : mpi_(mpi), tuning_(tuning) {}
   const char* name() const override { return "MPI_BCAST"; }
+  void tune(const CollectiveTuning& tuning) override { tuning_.segment_bytes = tuning.segment_bytes; }
   bool accepts(OpKind kind, DeviceType device) const override {
     return kind == OpKind::kBroadcast && device == DeviceType::kCPU;
   }
@@ -40,12 +41,12 @@ class MpiBroadcast : public Collective {
 
  private:
   const MpiContext& mpi_;
-  const CpuTuning tuning_;
+  CollectiveTuning tuning_;  // its segment size
 };
 
 }  // namespace
 
-std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CpuTuning& tuning) {
+std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CollectiveTuning& tuning) {
   return std::make_unique<MpiBroadcast>(mpi, tuning);
 }
 

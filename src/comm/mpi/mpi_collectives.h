@@ -9,18 +9,13 @@
 
 namespace kolo {
 
-struct CpuTuning {
-  int64_t segment_bytes = 0;    // KOLO_SEGMENT_BYTES
-  int64_t zero_copy_bytes = 0;  // KOLO_ZERO_COPY_BYTES
-};
-
-std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CpuTuning& tuning);
-std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CpuTuning& tuning);
+std::unique_ptr<Collective> make_mpi_allreduce(const MpiContext& mpi, const CollectiveTuning& tuning);
+std::unique_ptr<Collective> make_mpi_hierarchical_allreduce(const MpiContext& mpi, const CollectiveTuning& tuning);
 // Adasum (ReduceOp::kAdasum), registered beside the allreduce: the registry gives it only Adasum ops.
 std::unique_ptr<Collective> make_mpi_adasum(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_allgather(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_hierarchical_allgather(const MpiContext& mpi);
-std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CpuTuning& tuning);
+std::unique_ptr<Collective> make_mpi_broadcast(const MpiContext& mpi, const CollectiveTuning& tuning);
 std::unique_ptr<Collective> make_mpi_alltoall(const MpiContext& mpi);
 std::unique_ptr<Collective> make_mpi_reducescatter(const MpiContext& mpi);
 

@@ -129,8 +129,9 @@ std::vector<uint32_t> first_primes(int count) {
 
 }  // namespace
 
-BayesianOptimizer::BayesianOptimizer(int dimensions, uint64_t seed, double noise)
-    : dimensions_(dimensions), seed_(seed), noise_variance_(noise * noise) {
+BayesianOptimizer::BayesianOptimizer(int dimensions, uint64_t seed, double noise, size_t initial_points)
+    : dimensions_(dimensions), seed_(seed), noise_variance_(noise * noise),
+      initial_points_(std::max<size_t>(2, initial_points)) {
   if (dimensions < 1) {
     throw std::invalid_argument("BayesianOptimizer: dimensions must be at least 1, not " +
                                 std::to_string(dimensions));
@@ -258,8 +259,10 @@ std::vector<double> BayesianOptimizer::halton_point(uint64_t index) const {
 
 std::vector<double> BayesianOptimizer::next_point() {
   const size_t n = scores_.size();
-  // Index 0 is the origin, a corner; 1 is the centre, the least committal first guess.
-  if (n < 2) return halton_point(n + 1);
+  // Index 0 is the origin, a corner; 1 is the centre, the least committal first guess. A few points spread
+  // over the cube before the model chooses keep one lucky early sample from drawing the whole search
+  // around it.
+  if (n < initial_points_) return halton_point(n + 1);
 
   const int d = dimensions_;
   std::mt19937_64 rng(mix(seed_ ^ mix(n)));
@@ -324,6 +327,23 @@ std::vector<double> BayesianOptimizer::best_point() const {
 double BayesianOptimizer::best_mean() const {
   if (scores_.empty()) throw std::logic_error("BayesianOptimizer::best_mean: no samples");
   return score_mean_ + score_scale_ * posterior_means_[best_index_];
+}
+
+std::vector<BayesianOptimizer::Ranked> BayesianOptimizer::best_points(size_t k) const {
+  std::vector<size_t> order(scores_.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return posterior_means_[a] > posterior_means_[b]; });
+  std::vector<Ranked> out;
+  for (size_t i : order) {
+    if (out.size() >= k) break;
+    const auto first = points_.begin() + static_cast<std::ptrdiff_t>(i * dimensions_);
+    std::vector<double> x(first, first + dimensions_);
+    bool repeated = false;
+    for (const Ranked& r : out) repeated = repeated || r.point == x;
+    if (!repeated) out.push_back(Ranked{std::move(x), score_mean_ + score_scale_ * posterior_means_[i]});
+  }
+  return out;
 }
 
 }  // namespace kolo

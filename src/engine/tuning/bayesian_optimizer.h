@@ -22,7 +22,9 @@ class BayesianOptimizer {
   // `noise`: the score's noise, as a share of its spread (added to the kernel's diagonal after the
   // scores are standardised): the noise's standard deviation over the scores', so noise^2 is what the
   // diagonal gets. Throws std::invalid_argument for dimensions < 1 or a negative or non-finite noise.
-  BayesianOptimizer(int dimensions, uint64_t seed, double noise = 0.1);
+  // `initial_points` (at least 2): how many samples come from the quasi-random sequence before the model
+  // chooses.
+  BayesianOptimizer(int dimensions, uint64_t seed, double noise = 0.1, size_t initial_points = 2);
 
   int dimensions() const { return dimensions_; }
 
@@ -31,7 +33,7 @@ class BayesianOptimizer {
   void add_sample(const std::vector<double>& x, double score);
   size_t samples() const { return scores_.size(); }
 
-  // The point to sample next: with fewer than 2 samples a quasi-random one (spread over the cube),
+  // The point to sample next: with fewer than `initial_points` samples a quasi-random one (spread over the cube),
   // otherwise the maximum of expected improvement over the GP fitted to the samples so far.
   // A function of the seed and the samples alone: asking twice without a new sample gives the same point.
   std::vector<double> next_point();
@@ -40,6 +42,12 @@ class BayesianOptimizer {
   // in the score's units. Requires samples() > 0 (else std::logic_error).
   std::vector<double> best_point() const;
   double best_mean() const;
+  // Up to `k` distinct sampled points, highest posterior mean first, with that mean in the score's units.
+  struct Ranked {
+    std::vector<double> point;
+    double mean = 0.0;
+  };
+  std::vector<Ranked> best_points(size_t k) const;
 
   // The kernel's length scale chosen by the latest fit (0 before the first sample), for logging.
   double length_scale() const { return length_scale_; }
@@ -60,6 +68,7 @@ class BayesianOptimizer {
   int dimensions_;
   uint64_t seed_;
   double noise_variance_;  // in standardised units
+  size_t initial_points_;
   std::vector<uint32_t> halton_bases_;
 
   std::vector<double> points_;  // samples() x dimensions_, row-major
