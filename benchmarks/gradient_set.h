@@ -73,4 +73,18 @@ inline std::vector<Tensor> read_gradient_set(const std::string& path) {
   return out;
 }
 
+// One step of a training loop's communication: every tensor's allreduce (sum) started as backward
+// would produce it, then every one waited for.
+inline void allreduce_each(std::vector<Tensor>& tensors) {
+  std::vector<kolo::Handle> handles;
+  handles.reserve(tensors.size());
+  kolo::AllreduceOptions sum;
+  sum.op = kolo::ReduceOp::kSum;
+  for (Tensor& t : tensors) {
+    kolo::TensorView v = kolo::cpu_view(t.data.data(), t.shape);
+    handles.push_back(kolo::allreduce_async(t.name, v, v, sum));
+  }
+  for (kolo::Handle h : handles) check(kolo::wait(h));
+}
+
 }  // namespace bench

@@ -34,17 +34,7 @@ int main(int argc, char** argv) {
   std::vector<float> flat(total, 0.0f);
   const double bytes = static_cast<double>(total) * sizeof(float);
 
-  auto kolo_step = [&] {
-    std::vector<kolo::Handle> handles;
-    handles.reserve(tensors.size());
-    kolo::AllreduceOptions sum;
-    sum.op = kolo::ReduceOp::kSum;
-    for (bench::Tensor& t : tensors) {
-      kolo::TensorView v = kolo::cpu_view(t.data.data(), t.shape);
-      handles.push_back(kolo::allreduce_async(t.name, v, v, sum));
-    }
-    for (kolo::Handle h : handles) check(kolo::wait(h));
-  };
+  auto kolo_step = [&] { bench::allreduce_each(tensors); };
   auto mpi_whole = [&] { MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
   auto mpi_pieces = [&] {
     const size_t piece = (4u << 20) / sizeof(float);

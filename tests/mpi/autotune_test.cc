@@ -52,57 +52,45 @@ void step(int n) {
   }
 }
 
-std::vector<std::string> lines_of(const std::string& path) {
-  std::ifstream in(path);
+// Runs `steps` steps under KOLO_AUTOTUNE with samples of one step and `settings` besides; rank 0's log
+// (empty on the other ranks).
+std::vector<std::string> tune(int steps, const Settings& settings) {
+  const std::string log = ::testing::TempDir() + "kolo_autotune_" + std::to_string(getpid()) + ".csv";
+  Settings all = {{"KOLO_AUTOTUNE", "1"}, {"KOLO_AUTOTUNE_LOG", log}, {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "1"}};
+  all.insert(settings.begin(), settings.end());
+  {
+    ScopedSettings scoped(all);
+    for (int n = 0; n < steps && !::testing::Test::HasFatalFailure(); ++n) step(n);
+  }
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  if (rank() == 0) {
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::remove(log.c_str());
+  }
   return lines;
 }
 
 TEST(Autotune, ResultsStayExactWhileTheSettingsChangeAndTheBestIsKept) {
-  const std::string log = ::testing::TempDir() + "kolo_autotune_" + std::to_string(getpid()) + ".csv";
-  {
-    ScopedSettings settings({{"KOLO_AUTOTUNE", "1"},
-                             {"KOLO_AUTOTUNE_LOG", log},
-                             {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "1"},
-                             {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "1"},
-                             {"KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "6"}});
-    // A sample takes 2 steps (the first boundary after a decision starts it): 1 + 6 + 3 (the best measured
-    // again) samples, then steps at the settings kept.
-    for (int n = 0; n < 26; ++n) {
-      step(n);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  }
-  if (rank() != 0) return;
-  const std::vector<std::string> lines = lines_of(log);
+  // A sample takes 2 steps (the first boundary after a decision starts it): 1 + 6 + 3 (the best measured
+  // again) samples, then steps at the settings kept.
+  const std::vector<std::string> lines =
+      tune(26, {{"KOLO_AUTOTUNE_WARMUP_SAMPLES", "1"}, {"KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "6"}});
+  if (rank() != 0 || HasFatalFailure()) return;
   ASSERT_EQ(lines.size(), 1u + 1 + 6 + 3 + 1) << "header, warm-up, samples, the best again, kept";
   EXPECT_EQ(lines[1].substr(0, 9), "0,warmup,");
   EXPECT_EQ(lines[7].substr(0, 9), "6,sample,");
   EXPECT_EQ(lines[8].substr(0, 10), "7,confirm,");
   EXPECT_EQ(lines[11].substr(0, 8), "10,kept,");
-  std::remove(log.c_str());
 }
 
 TEST(Autotune, ASettingGivenExplicitlyIsNotTuned) {
-  const std::string log = ::testing::TempDir() + "kolo_autotune_fixed_" + std::to_string(getpid()) + ".csv";
-  {
-    ScopedSettings settings({{"KOLO_AUTOTUNE", "1"},
-                             {"KOLO_AUTOTUNE_LOG", log},
-                             {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "0"},
-                             {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "1"},
-                             {"KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "4"},
-                             {"KOLO_FUSION_THRESHOLD_BYTES", "2097152"}});
-    for (int n = 0; n < 18; ++n) {
-      step(n);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  }
-  if (rank() != 0) return;
-  const std::vector<std::string> lines = lines_of(log);
+  const std::vector<std::string> lines = tune(18, {{"KOLO_AUTOTUNE_WARMUP_SAMPLES", "0"},
+                                                   {"KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "4"},
+                                                   {"KOLO_FUSION_THRESHOLD_BYTES", "2097152"}});
+  if (rank() != 0 || HasFatalFailure()) return;
   ASSERT_EQ(lines.size(), 1u + 4 + 3 + 1);
   for (size_t i = 1; i < lines.size(); ++i) EXPECT_NE(lines[i].find(",2097152,"), std::string::npos) << lines[i];
-  std::remove(log.c_str());
 }
 
 }  // namespace
