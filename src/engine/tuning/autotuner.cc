@@ -11,6 +11,9 @@ namespace kolo {
 namespace {
 
 constexpr uint64_t kSeed = 0x6b6f6c6f;  // fixed: a job's search can be replayed from its log
+// The trust region's half-width, in the unit cube's coordinates (0.25: two doublings of the fusion
+// threshold either way).
+constexpr double kMinRadius = 0.06, kMaxRadius = 0.5;
 
 // Sizes are searched on a log scale (from 1 MiB, a fusion threshold of 2 MiB differs from 1 MiB as
 // 128 MiB from 64 MiB) and rounded to `quantum`, so the log reads in whole units.
@@ -51,6 +54,8 @@ Autotuner::Autotuner(const Config::Autotune& options, const TunedSettings& start
       // d + 1 points spread over the sizes before the model chooses (the first of flat's is the start).
       optimizers_.push_back(std::make_unique<BayesianOptimizer>(d, kSeed + static_cast<uint64_t>(c), options.noise,
                                                                 static_cast<size_t>(d) + 1));
+      regions_.push_back(Region{});
+      optimizers_.back()->set_region(point_of(start), regions_.back().radius);
     }
   }
   if (!options.log_path.empty()) {
@@ -160,8 +165,19 @@ std::string Autotuner::decide(double now) {
   } else {
     log_row(confirming_now_ ? "confirm" : "sample", sample, current_, seconds, score);
     const size_t choice = optimizers_.size() == 1 ? 0 : (current_.hierarchical_allreduce ? 1 : 0);
-    optimizers_[choice]->add_sample(point_of(current_), score);
+    BayesianOptimizer& o = *optimizers_[choice];
+    const bool improved = o.samples() == 0 || score > o.best_mean();
+    o.add_sample(point_of(current_), score);
     ++scored_;
+    Region& region = regions_[choice];
+    if (improved) {
+      region.radius = std::min(kMaxRadius, region.radius * 1.5);
+      region.misses = 0;
+    } else if (++region.misses >= 2) {
+      region.radius = std::max(kMinRadius, region.radius * 0.6);
+      region.misses = 0;
+    }
+    o.set_region(o.best_point(), region.radius);
     if (!confirming_started_ && scored_ >= options_.max_samples) {
       // The best few are measured once more before one is kept: with noisy samples the best-looking
       // point is often a lucky one (the winner's curse), and a second sample pulls its mean back.

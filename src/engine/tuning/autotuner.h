@@ -86,6 +86,14 @@ class Autotuner {
   std::vector<std::unique_ptr<BayesianOptimizer>> optimizers_;
   const bool tune_hierarchy_;
   int64_t scored_ = 0;  // samples given to an optimiser
+  // Each optimiser searches a region around its best point (first the starting sizes): a job's defaults
+  // are a fair guess, and a few noisy samples cannot map a cube of sizes spanning orders of magnitude.
+  // The region widens while samples improve on the best and narrows when two in a row do not.
+  struct Region {
+    double radius = 0.25;
+    int misses = 0;
+  };
+  std::vector<Region> regions_;
   // After the last sample the optimisers chose: the best few, measured once more before one is kept.
   static constexpr size_t kConfirmed = 3;
   std::vector<TunedSettings> to_confirm_;

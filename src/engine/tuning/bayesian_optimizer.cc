@@ -140,6 +140,19 @@ BayesianOptimizer::BayesianOptimizer(int dimensions, uint64_t seed, double noise
     throw std::invalid_argument("BayesianOptimizer: noise must be finite and non-negative");
   }
   halton_bases_ = first_primes(dimensions);
+  low_.assign(static_cast<size_t>(dimensions), 0.0);
+  high_.assign(static_cast<size_t>(dimensions), 1.0);
+}
+
+void BayesianOptimizer::set_region(const std::vector<double>& centre, double radius) {
+  if (centre.size() != static_cast<size_t>(dimensions_) || !(radius > 0.0)) {
+    throw std::invalid_argument("BayesianOptimizer::set_region: a centre of " + std::to_string(dimensions_) +
+                                " coordinates and a positive radius");
+  }
+  for (int k = 0; k < dimensions_; ++k) {
+    low_[k] = clamp01(centre[k] - radius);
+    high_[k] = clamp01(centre[k] + radius);
+  }
 }
 
 void BayesianOptimizer::add_sample(const std::vector<double>& x, double score) {
@@ -262,7 +275,11 @@ std::vector<double> BayesianOptimizer::next_point() {
   // Index 0 is the origin, a corner; 1 is the centre, the least committal first guess. A few points spread
   // over the cube before the model chooses keep one lucky early sample from drawing the whole search
   // around it.
-  if (n < initial_points_) return halton_point(n + 1);
+  if (n < initial_points_) {
+    std::vector<double> h = halton_point(n + 1);
+    for (int k = 0; k < dimensions_; ++k) h[k] = low_[k] + (high_[k] - low_[k]) * h[k];
+    return h;
+  }
 
   const int d = dimensions_;
   std::mt19937_64 rng(mix(seed_ ^ mix(n)));
@@ -286,12 +303,14 @@ std::vector<double> BayesianOptimizer::next_point() {
     }
   };
   auto perturb = [&](const double* centre, double radius) {
-    for (int k = 0; k < d; ++k) candidate[k] = clamp01(centre[k] + radius * (2.0 * uniform01(rng) - 1.0));
+    for (int k = 0; k < d; ++k) {
+      candidate[k] = std::min(high_[k], std::max(low_[k], centre[k] + radius * (2.0 * uniform01(rng) - 1.0)));
+    }
     consider(candidate);
   };
 
   for (int c = 0; c < kGlobalCandidates; ++c) {
-    for (int k = 0; k < d; ++k) candidate[k] = uniform01(rng);
+    for (int k = 0; k < d; ++k) candidate[k] = low_[k] + (high_[k] - low_[k]) * uniform01(rng);
     consider(candidate);
   }
 

@@ -38,6 +38,11 @@ class BayesianOptimizer {
   // A function of the seed and the samples alone: asking twice without a new sample gives the same point.
   std::vector<double> next_point();
 
+  // From now on next_point() stays within `radius` of `centre` in every coordinate (and the cube): a
+  // trust region, which a caller moves to its best point, widens while samples improve on it and narrows
+  // when they do not. Without one, the whole cube.
+  void set_region(const std::vector<double>& centre, double radius);
+
   // The sampled point whose GP posterior mean is highest (robust to one lucky noisy sample), and that mean
   // in the score's units. Requires samples() > 0 (else std::logic_error).
   std::vector<double> best_point() const;
@@ -69,6 +74,7 @@ class BayesianOptimizer {
   uint64_t seed_;
   double noise_variance_;  // in standardised units
   size_t initial_points_;
+  std::vector<double> low_, high_;  // the region next_point() keeps to
   std::vector<uint32_t> halton_bases_;
 
   std::vector<double> points_;  // samples() x dimensions_, row-major
