@@ -264,7 +264,7 @@ Status Engine::observe_tuning(const CycleResult& result) {
   if (result.ridden) tuner_->observe(result.ridden_response, now);
   for (const Response& r : result.responses) tuner_->observe(r, now);
   if (!tuner_->sample_ended()) return Status::OK();
-  std::string decision = topology_.rank == 0 ? tuner_->decide(now) : std::string();
+  std::string decision = topology_.rank == 0 ? tuner_->decide() : std::string();
   Status s = channel_->broadcast(&decision);
   if (!s.ok()) return s;
   return tuner_->adopt(decision);

@@ -68,7 +68,7 @@ TEST(Autotune, RankZerosDecisionIsWhatEveryRankApplies) {
     ASSERT_FALSE(rank0.done());
     while (feed_step({&rank0, &rank1}, now += 0.1) == 0) {
     }
-    const std::string decision = rank0.decide(now);
+    const std::string decision = rank0.decide();
     ASSERT_TRUE(rank0.adopt(decision).ok());
     ASSERT_TRUE(rank1.adopt(decision).ok());
     TunedSettings a, b;
@@ -106,7 +106,7 @@ TunedSettings tune_synthetic(Config::Autotune o, bool hierarchy, const std::stri
     const double jitter = 1.0 + 0.01 * std::sin(samples * 12.9898);
     while (feed_step({&rank0, &rank1}, now += step_seconds(rank0.current()) * jitter) == 0) {
     }
-    const std::string decision = rank0.decide(now);
+    const std::string decision = rank0.decide();
     EXPECT_TRUE(rank0.adopt(decision).ok());
     EXPECT_TRUE(rank1.adopt(decision).ok());
     TunedSettings ignored;

@@ -142,7 +142,18 @@ size_t Autotuner::next_choice() const {
   if (scored_ < alternating || optimizers_[0]->samples() == 0 || optimizers_[1]->samples() == 0) {
     return optimizers_[0]->samples() <= optimizers_[1]->samples() ? 0 : 1;
   }
-  return optimizers_[1]->best_mean() > optimizers_[0]->best_mean() ? 1 : 0;
+  return leading_choice();
+}
+
+size_t Autotuner::leading_choice() const {
+  size_t best = 0;
+  for (size_t c = 1; c < optimizers_.size(); ++c) {
+    if (optimizers_[c]->samples() > 0 &&
+        (optimizers_[best]->samples() == 0 || optimizers_[c]->best_mean() > optimizers_[best]->best_mean())) {
+      best = c;
+    }
+  }
+  return best;
 }
 
 void Autotuner::log_row(const char* phase, int64_t sample, const TunedSettings& s, double seconds, double score) {
@@ -153,8 +164,7 @@ void Autotuner::log_row(const char* phase, int64_t sample, const TunedSettings& 
   log_.flush();
 }
 
-std::string Autotuner::decide(double now) {
-  (void)now;
+std::string Autotuner::decide() {
   const double seconds = ended_at_ - started_at_;
   const double score = seconds > 0 ? static_cast<double>(bytes_) / seconds : 0.0;
   const int64_t sample = samples_;
@@ -193,13 +203,7 @@ std::string Autotuner::decide(double now) {
     }
     confirming_now_ = false;
     if (confirming_started_ && to_confirm_.empty()) {
-      size_t best = 0;
-      for (size_t c = 1; c < optimizers_.size(); ++c) {
-        if (optimizers_[c]->samples() > 0 &&
-            (optimizers_[best]->samples() == 0 || optimizers_[c]->best_mean() > optimizers_[best]->best_mean())) {
-          best = c;
-        }
-      }
+      const size_t best = leading_choice();
       next = settings_at(optimizers_[best]->best_point(), best == 1);
       finished = true;
       steps_ = bytes_ = 0;

@@ -55,8 +55,8 @@ class Autotuner {
   void observe(const Response& response, double now);
   // Whether a sample ended with what was observed: rank 0's decide() must now reach every rank's adopt().
   bool sample_ended() const { return ended_; }
-  // Rank 0: scores the sample that ended at `now`, picks the next settings, logs; the decision, encoded.
-  std::string decide(double now);
+  // Rank 0: scores the sample that ended, picks the next settings, logs; the decision, encoded.
+  std::string decide();
   // Every rank: takes up rank 0's decision; the next cycle applies it (take_change).
   Status adopt(const std::string& decision);
   // The settings to apply before the next cycle, once per decision that changed them.
@@ -76,6 +76,8 @@ class Autotuner {
   TunedSettings settings_at(const std::vector<double>& x, bool hierarchical) const;
   // Which optimiser the next sample belongs to.
   size_t next_choice() const;
+  // The optimiser whose best modelled score is highest, among those with samples.
+  size_t leading_choice() const;
   void log_row(const char* phase, int64_t sample, const TunedSettings& s, double seconds, double score);
 
   const Config::Autotune options_;
