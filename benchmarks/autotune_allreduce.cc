@@ -27,13 +27,6 @@ using bench::check;
 
 namespace {
 
-std::vector<long long> numbers(const std::string& list, long long unit) {
-  std::vector<long long> out;
-  std::istringstream in(list);
-  for (std::string part; std::getline(in, part, ',');) out.push_back(std::stoll(part) * unit);
-  return out;
-}
-
 struct Point {
   long long fusion = 0, segment = 0, zero_copy = 0;
   int hierarchical = 0;
@@ -78,10 +71,10 @@ int main(int argc, char** argv) {
   const int rank = world.rank, size = world.size;
   bench::Args args(argc, argv);
   const int steps = args.integer("steps", 3), rounds = args.integer("rounds", 3);
-  const std::string fusion_mib = args.text("fusion-mib", "4,16,64,128"),
-                    segment_mib = args.text("segment-mib", "1,4,16,32"),
-                    zero_copy_kib = args.text("zero-copy-kib", "256,8192"),
-                    shapes = args.text("shapes", KOLO_RESNET50_SHAPES), json = args.text("json", ""),
+  const std::vector<long long> fusion = args.integers("fusion-mib", "4,16,64,128", 1ll << 20),
+                               segment = args.integers("segment-mib", "1,4,16,32", 1ll << 20),
+                               zero_copy = args.integers("zero-copy-kib", "256,8192", 1ll << 10);
+  const std::string shapes = args.text("shapes", KOLO_RESNET50_SHAPES), json = args.text("json", ""),
                     log = args.text("log", "/tmp/kolo_autotune_bench_" + std::to_string(getpid()) + ".csv");
   const int warmup_samples = args.integer("warmup-samples", 3), steps_per_sample = args.integer("steps-per-sample", 5),
             max_samples = args.integer("max-samples", 20);
@@ -110,9 +103,9 @@ int main(int argc, char** argv) {
 
   // The grid.
   std::vector<Point> grid;
-  for (long long f : numbers(fusion_mib, 1ll << 20)) {
-    for (long long g : numbers(segment_mib, 1ll << 20)) {
-      for (long long z : numbers(zero_copy_kib, 1ll << 10)) {
+  for (long long f : fusion) {
+    for (long long g : segment) {
+      for (long long z : zero_copy) {
         for (int h = 0; h <= (hosts > 1 && homogeneous ? 1 : 0); ++h) grid.push_back(Point{f, g, z, h});
       }
     }

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace bench {
 
@@ -42,6 +44,20 @@ class Args {
     known_[name] = true;
     auto it = given_.find(name);
     return it == given_.end() ? fallback : it->second;
+  }
+
+  // "--name 4,256,4096": whole numbers, each times `unit`.
+  std::vector<long long> integers(const std::string& name, const std::string& fallback, long long unit = 1) {
+    const std::string list = text(name, fallback);
+    std::vector<long long> out;
+    std::istringstream in(list);
+    for (std::string part; std::getline(in, part, ',');) {
+      char* end = nullptr;
+      const long long v = std::strtoll(part.c_str(), &end, 10);
+      if (end == part.c_str() || *end != '\0' || v <= 0) fail("--" + name + " takes positive whole numbers, not '" + list + "'");
+      out.push_back(v * unit);
+    }
+    return out;
   }
 
   // After every option was read: an option nobody asked for is a typo, not something to ignore.

@@ -4,7 +4,7 @@
 // another op in flight on rank 0, where kolo's thread runs the cycles (KOLO_CALLER_DRIVES does not
 // apply).
 //
-//   mpirun -np 2 build/benchmarks/small_allreduce [--iterations 2000] [--with-another-in-flight 0]
+//   mpirun -np 2 build/benchmarks/small_allreduce [--iterations 2000] [--with-another-in-flight 0] [--bytes 4,256,4096]
 #include <mpi.h>
 
 #include <cstdio>
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   const int iterations = args.integer("iterations", 2000);
   const int warmup = args.integer("warmup", 200);
   const bool with_busy = args.integer("with-another-in-flight", 1) != 0;  // 0: the first rows only
+  const std::vector<long long> sizes = args.integers("bytes", "4,256,4096");
   args.finish();
   check(kolo::init());
   kolo::AllreduceOptions sum;
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
     kolo::Handle pending;
     auto submit_spare = [&] { pending = kolo::allreduce_async("spare", kolo::cpu_view(spare), kolo::cpu_view(spare), sum); };
     if (busy && world.rank == 0) submit_spare();
-    for (const int elements : {1, 64, 1024}) {
+    for (const long long bytes : sizes) {
+      const int elements = static_cast<int>((bytes + 3) / 4);
       std::vector<float> data(static_cast<size_t>(elements), 1.0f);
       const std::string name = "small." + std::to_string(elements);
       std::vector<double> k, m;

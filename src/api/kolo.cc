@@ -53,7 +53,8 @@ Status begin(const std::string& name, OpKind kind, int process_set, Call* call) 
   call->site.rank = -1;
   call->process_set = process_set;
   Target t;
-  Status s = rt.target(process_set, std::string(op_kind_name(kind)) + " of tensor '" + call->site.name + "'", &t);
+  Status s = rt.target(
+      process_set, [&] { return std::string(op_kind_name(kind)) + " of tensor '" + call->site.name + "'"; }, &t);
   if (!s.ok()) return s;
   call->engine = std::move(t.engine);
   call->device = std::move(t.device);

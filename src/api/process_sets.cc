@@ -86,11 +86,11 @@ std::string set_timeline_path(const std::string& path, int id) {
   return path.substr(0, dot) + tag + path.substr(dot);
 }
 
-Status Runtime::target(int id, const std::string& what, Target* t) {
+Status Runtime::target(int id, const std::function<std::string()>& what, Target* t) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!lost_.ok()) return Status(lost_.code(), what + ": " + lost_.message());
+  if (!lost_.ok()) return Status(lost_.code(), what() + ": " + lost_.message());
   if (!engine_) {
-    return Status::NotInitialized(what + ": " +
+    return Status::NotInitialized(what() + ": " +
                                   (shut_down_ ? "kolo has been shut down on this rank"
                                               : "kolo is not initialized: call init() first"));
   }
@@ -103,11 +103,11 @@ Status Runtime::target(int id, const std::string& what, Target* t) {
   const int rank = engine_->topology().rank;
   auto it = sets_.find(id);
   if (it == sets_.end()) {
-    return Status::InvalidArgument(what + " on rank " + std::to_string(rank) + ": there is no process set " +
+    return Status::InvalidArgument(what() + " on rank " + std::to_string(rank) + ": there is no process set " +
                                    std::to_string(id) + " (add_process_set makes one; removed sets are gone)");
   }
   if (!it->second.instance) {
-    return Status::InvalidArgument(what + " on rank " + std::to_string(rank) + ": this rank is not in process set " +
+    return Status::InvalidArgument(what() + " on rank " + std::to_string(rank) + ": this rank is not in process set " +
                                    std::to_string(id) + " (ranks " + list(it->second.ranks) + ")");
   }
   t->engine = it->second.instance->engine;

@@ -69,8 +69,9 @@ class Runtime {
   bool mpi_threads_supported();
 
   // Process sets (src/api/process_sets.cc). `target` for an op of process set `id` on this rank, or
-  // why it cannot run there (unknown set, not a member, not initialized).
-  Status target(int id, const std::string& what, Target* target);
+  // why it cannot run there (unknown set, not a member, not initialized), after `what()` names the op
+  // (made only then: this is on every op's path).
+  Status target(int id, const std::function<std::string()>& what, Target* target);
   // Both collective over every rank of the job, which must pass the same arguments; an error is the
   // same on every rank. add: `ranks` (job ranks, any order) get a set of their own with its own
   // engine and communicators; *id is its id (the same on every rank). remove: refused on every rank

@@ -39,6 +39,16 @@ double stall_threshold(const Config& c) {
 
 }  // namespace
 
+void CycleResult::clear() {
+  responses.clear();
+  shutdown = false;
+  shutdown_ranks.clear();
+  joined_ranks.clear();
+  negotiated = false;
+  ridden = false;
+  rider.clear();
+}
+
 Controller::Controller(ControlChannel* channel, const Config& config, Clock clock)
     : channel_(channel),
       clock_(std::move(clock)),
@@ -46,7 +56,8 @@ Controller::Controller(ControlChannel* channel, const Config& config, Clock cloc
       size_(channel->size()),
       cached_stall_seconds_(stall_threshold(config)),
       rider_data_bytes_(static_cast<size_t>(config.small_op_bytes)),
-      cache_(static_cast<size_t>(config.cache_capacity)) {
+      cache_(static_cast<size_t>(config.cache_capacity)),
+      rider_(rider_data_bytes_ > 0 ? empty_rider(rider_data_bytes_) : std::string()) {
   if (rank_ == 0) {
     coordinator_ = std::make_unique<Coordinator>(
         size_, StallPolicy{config.stall_check_seconds, config.stall_shutdown_seconds});
@@ -81,7 +92,7 @@ void Controller::classify(Waiting w, std::vector<uint64_t>* invalid) {
 
 Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result,
                          const RiderLoader& load) {
-  *result = CycleResult();
+  result->clear();
   const double now = clock_();
   std::vector<uint64_t> invalid_positions;
   for (Request& q : submitted) classify(Waiting{std::move(q), now}, &invalid_positions);
@@ -100,7 +111,8 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
   const size_t cache_words = words_for(cache_.num_positions());
   const size_t shutdown_at = 1, joined_at = shutdown_at + rank_words, invalid_at = joined_at + rank_words,
                ready_at = invalid_at + cache_words;
-  std::vector<uint64_t> bits(ready_at + cache_words, 0);
+  std::vector<uint64_t>& bits = bits_;
+  bits.assign(ready_at + cache_words, 0);
   if (!uncached_.empty() || !stall_failures_.empty()) bits[0] |= kFlagUncached;
   if (want_shutdown) set_bit(bits, shutdown_at, static_cast<size_t>(rank_));
   if (joined_here_) set_bit(bits, joined_at, static_cast<size_t>(rank_));
@@ -110,14 +122,15 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
 
   // This rank's first small allreduce ready on the cache rides along (the same op on every rank, or
   // nothing is done by it).
-  std::string rider;
+  std::string& rider = rider_;
   if (rider_data_bytes_ > 0) {
+    bool loaded = false;
     for (const auto& kv : cached_waiting_) {
       if (!load || !can_ride(cache_.get(kv.first), rider_data_bytes_)) continue;
-      rider = load(kv.first, cache_.get(kv.first));
+      loaded = load(kv.first, cache_.get(kv.first), &rider);
       break;
     }
-    if (rider.empty()) rider = empty_rider(rider_data_bytes_);
+    if (!loaded) clear_rider(&rider);
   }
   Status s = rider_data_bytes_ > 0 ? channel_->allreduce_and(&bits, &rider, &combine_riders)
                                    : channel_->allreduce_and(&bits);
@@ -167,7 +180,7 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
     cache_.touch(p);
     cached_waiting_.erase(p);
   });
-  if (result->ridden) result->rider = std::move(rider);
+  if (result->ridden) result->rider.assign(rider);
 
   if ((bits[0] & kFlagUncached) || any_invalid || anyone_joined_) {
     std::vector<Response> negotiated;

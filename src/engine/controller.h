@@ -33,10 +33,13 @@ struct CycleResult {
   bool ridden = false;
   Response ridden_response;
   std::string rider;
+
+  // Empties it for the next cycle, keeping what it has allocated (a cycle per small op).
+  void clear();
 };
 
-// The rider carrying the op cached at `position` (engine/rider.h's load_rider), or empty if it cannot.
-using RiderLoader = std::function<std::string(uint32_t position, const Response& response)>;
+// Loads the op cached at `position` into `*rider` (engine/rider.h's load_rider); false if it cannot.
+using RiderLoader = std::function<bool(uint32_t position, const Response& response, std::string* rider)>;
 
 using Clock = std::function<double()>;  // seconds, monotonic
 
@@ -45,7 +48,7 @@ class Controller {
   Controller(ControlChannel* channel, const Config& config, Clock clock = steady_seconds);
 
   // `submitted`: requests new since the last cycle. Fails only when the channel does. `load`: the
-  // riders of small allreduces (config.small_op_bytes; none without it).
+  // riders of small allreduces (config.small_op_bytes; none without it). `result` is cleared first.
   Status cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result,
                const RiderLoader& load = nullptr);
 
@@ -74,6 +77,8 @@ class Controller {
   std::unique_ptr<Coordinator> coordinator_;    // rank 0 only
   std::vector<Response> stall_failures_;        // rank 0: to announce at the next negotiation
   double last_stall_check_ = 0.0;
+  std::vector<uint64_t> bits_;  // the cycle's words, kept between cycles
+  std::string rider_;           // the cycle's rider, likewise
   bool joined_here_ = false;    // this rank has submitted a join that has not completed
   bool anyone_joined_ = false;  // as of the last cycle
 };

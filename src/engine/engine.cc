@@ -117,13 +117,14 @@ void Engine::hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cy
 }
 
 void Engine::switch_timeline() {
+  if (timeline_done_ == timeline_asked_) return;  // nothing handed over: the usual case, lock-free
   std::lock_guard<std::mutex> lock(timeline_mu_);
   if (timeline_done_ == timeline_asked_) return;
   if (timeline_) timeline_->close();
   timeline_ = std::move(next_timeline_);
   mark_cycles_ = next_mark_cycles_;
   executor_.set_timeline(timeline_.get());
-  timeline_done_ = timeline_asked_;
+  timeline_done_ = timeline_asked_.load();
   timeline_cv_.notify_all();
 }
 
@@ -206,12 +207,12 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
                     topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
   switch_timeline();
   apply_tuning();
-  CycleResult result;
-  const size_t rider_data = static_cast<size_t>(config_.small_op_bytes);
+  CycleResult& result = cycle_result_;
   Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result,
-                               [this, rider_data](uint32_t position, const Response& r) {
+                               [this](uint32_t position, const Response& r, std::string* rider) {
                                  TensorEntry* e = queue_.find(r.name);
-                                 return e != nullptr ? load_rider(position, r, *e, rider_data) : std::string();
+                                 if (e != nullptr) load_rider(position, r, *e, rider);
+                                 return e != nullptr;
                                });
   if (!s.ok()) {
     // A lost peer survived in place (ULFM) was announced already: not an error of this rank's.
@@ -255,7 +256,8 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   }
   executor_.poll();
   if (timeline_) timeline_->flush_if_due(steady_seconds());
-  *idle = result.responses.empty() && queue_.in_flight() == 0 && executor_.running() == 0;
+  // (A driving caller's loop asks the queue itself.)
+  *idle = !on_caller && result.responses.empty() && queue_.in_flight() == 0 && executor_.running() == 0;
   return true;
 }
 

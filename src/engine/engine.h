@@ -107,10 +107,12 @@ class Engine {
   std::condition_variable timeline_cv_;
   std::unique_ptr<Timeline> next_timeline_;
   bool next_mark_cycles_ = false;
-  uint64_t timeline_asked_ = 0, timeline_done_ = 0;
+  // Atomic so that a cycle sees no handover without taking timeline_mu_ (written under it).
+  std::atomic<uint64_t> timeline_asked_{0}, timeline_done_{0};
   HandleTable* handles_;
   TensorQueue queue_;
   Controller controller_;
+  CycleResult cycle_result_;  // the last cycle's, reused (under cycle_mu_)
   Executor executor_;
   std::unique_ptr<Autotuner> tuner_;  // KOLO_AUTOTUNE; under cycle_mu_
   std::thread thread_;

@@ -32,25 +32,33 @@ void HandleTable::complete(int64_t handle, Status status, Output output) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = states_.find(handle);
     if (it == states_.end() || it->second.done || it->second.ending) return;  // ended already
-    it->second.ending = true;
-    on_done = std::move(it->second.on_done);
+    if (it->second.on_done) {
+      it->second.ending = true;
+      on_done = std::move(it->second.on_done);
+    } else if (!end(it, &status, &output)) {
+      return;  // nothing to call: ended under this one lock (a small op's latency counts every lock)
+    }
   }
-  // Outside the lock: a callback may submit the next op.
-  if (on_done) on_done(status);
-  {
+  if (on_done) {
+    // Outside the lock: a callback may submit the next op.
+    on_done(status);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = states_.find(handle);
-    if (it == states_.end()) return;
-    if (it->second.released) {
-      states_.erase(it);
-      return;
-    }
-    it->second.done = true;
-    it->second.status = std::move(status);
-    it->second.output = std::move(output);
-    it->second.done_event.reset();  // ended: nobody need wait on the device for it
+    if (it == states_.end() || !end(it, &status, &output)) return;
   }
   cv_.notify_all();
+}
+
+bool HandleTable::end(std::unordered_map<int64_t, State>::iterator it, Status* status, Output* output) {
+  if (it->second.released) {
+    states_.erase(it);
+    return false;
+  }
+  it->second.done = true;
+  it->second.status = std::move(*status);
+  it->second.output = std::move(*output);
+  it->second.done_event.reset();  // ended: nobody need wait on the device for it
+  return true;
 }
 
 size_t HandleTable::fail_pending(const Status& status) {

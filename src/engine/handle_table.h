@@ -50,6 +50,9 @@ class HandleTable {
     Output output;
     std::shared_ptr<void> done_event;  // set once the device work has been launched
   };
+  // Under mu_: marks the op done (or forgets it, if released), false if nobody may wait for it.
+  bool end(std::unordered_map<int64_t, State>::iterator it, Status* status, Output* output);
+
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t next_ = 1;

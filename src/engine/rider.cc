@@ -59,23 +59,28 @@ size_t rider_bytes(size_t data_bytes) { return sizeof(Header) + data_bytes; }
 
 std::string empty_rider(size_t data_bytes) {
   std::string rider(rider_bytes(data_bytes), '\0');
-  Header h{};
-  h.position = kEmpty;
-  std::memcpy(&rider[0], &h, sizeof h);
+  clear_rider(&rider);
   return rider;
 }
 
-std::string load_rider(uint32_t position, const Response& r, const TensorEntry& entry, size_t data_bytes) {
-  std::string rider = empty_rider(data_bytes);
+void clear_rider(std::string* rider) {
+  // Every rank sends the whole rider: what follows the header is zeroed, never stale data.
+  std::memset(&(*rider)[0], 0, rider->size());
+  Header h{};
+  h.position = kEmpty;
+  std::memcpy(&(*rider)[0], &h, sizeof h);
+}
+
+void load_rider(uint32_t position, const Response& r, const TensorEntry& entry, std::string* rider) {
+  clear_rider(rider);
   Header h{};
   h.position = static_cast<int32_t>(position);
   h.count = static_cast<int32_t>(r.num_elements());
   h.dtype = static_cast<uint8_t>(r.dtype);
   h.op = static_cast<uint8_t>(r.reduce_op);
-  std::memcpy(&rider[0], &h, sizeof h);
+  std::memcpy(&(*rider)[0], &h, sizeof h);
   // The CPU path's prescaling, into the rider instead of the fusion buffer.
-  scale_into(r.dtype, entry.input.data, &rider[sizeof h], h.count, Scaling{r.prescale, 1});
-  return rider;
+  scale_into(r.dtype, entry.input.data, &(*rider)[sizeof h], h.count, Scaling{r.prescale, 1});
 }
 
 void combine_riders(const void* from, void* into, size_t bytes) {

@@ -23,8 +23,10 @@ bool can_ride(const Response& response, size_t data_bytes);
 size_t rider_bytes(size_t data_bytes);
 // A rider carrying nothing.
 std::string empty_rider(size_t data_bytes);
-// A rider carrying `entry`'s input, prescaled, for the op cached at `position`.
-std::string load_rider(uint32_t position, const Response& response, const TensorEntry& entry, size_t data_bytes);
+// Makes `*rider` (of rider_bytes) carry nothing again, in place: a cycle reuses one rider.
+void clear_rider(std::string* rider);
+// Makes `*rider` (of rider_bytes) carry `entry`'s input, prescaled, for the op cached at `position`.
+void load_rider(uint32_t position, const Response& response, const TensorEntry& entry, std::string* rider);
 // Combines `from` into `into` (riders of `bytes`, the same size): the reduction of one collective step.
 void combine_riders(const void* from, void* into, size_t bytes);
 // After the collective: whether every rank's rider carried the op at `*position`; its reduced data.

@@ -36,6 +36,13 @@ TensorEntry entry_over(std::vector<float>* data) {
   return e;
 }
 
+// A rider loaded in place over one that carried other bytes (a cycle reuses its rider).
+std::string loaded(uint32_t position, const Response& r, const TensorEntry& e) {
+  std::string rider(rider_bytes(kData), '\x7f');
+  load_rider(position, r, e, &rider);
+  return rider;
+}
+
 std::vector<float> floats_of(const std::string& rider, size_t n) {
   uint32_t position = 0;
   const char* data = nullptr;
@@ -63,7 +70,7 @@ TEST(Rider, RidersOfTheSameOpReduceInAnyOrderOthersMix) {
   std::vector<float> a = {1, 2}, b = {30, 40}, c = {500, 600};
   const Response r = sum_of("s", DataType::kFloat32, 2);
   TensorEntry ea = entry_over(&a), eb = entry_over(&b), ec = entry_over(&c);
-  std::string x = load_rider(3, r, ea, kData), y = load_rider(3, r, eb, kData), z = load_rider(3, r, ec, kData);
+  std::string x = loaded(3, r, ea), y = loaded(3, r, eb), z = loaded(3, r, ec);
   std::string xy = x;
   combine_riders(y.data(), &xy[0], xy.size());
   combine_riders(z.data(), &xy[0], xy.size());
@@ -75,7 +82,7 @@ TEST(Rider, RidersOfTheSameOpReduceInAnyOrderOthersMix) {
 
   uint32_t position = 0;
   const char* data = nullptr;
-  std::string other = load_rider(4, r, eb, kData), empty = empty_rider(kData);
+  std::string other = loaded(4, r, eb), empty = empty_rider(kData);
   std::string mixed = x;
   combine_riders(other.data(), &mixed[0], mixed.size());  // another op
   EXPECT_FALSE(rider_result(mixed, &position, &data));
@@ -87,6 +94,21 @@ TEST(Rider, RidersOfTheSameOpReduceInAnyOrderOthersMix) {
   // Mixed stays mixed, whatever comes after.
   combine_riders(x.data(), &mixed[0], mixed.size());
   EXPECT_FALSE(rider_result(mixed, &position, &data));
+}
+
+TEST(Rider, AReusedRiderCarriesNothingOfItsLastUse) {
+  std::vector<float> a = {1, 2};
+  const Response r = sum_of("s", DataType::kFloat32, 2);
+  const TensorEntry e = entry_over(&a);
+  std::string expected = empty_rider(kData);
+  load_rider(3, r, e, &expected);
+  EXPECT_EQ(loaded(3, r, e), expected);  // the bytes after the data are zero, as on a fresh rider
+  std::string cleared = loaded(3, r, e);
+  clear_rider(&cleared);
+  EXPECT_EQ(cleared, empty_rider(kData));
+  uint32_t position = 0;
+  const char* data = nullptr;
+  EXPECT_FALSE(rider_result(cleared, &position, &data));
 }
 
 Request req(int rank, const std::string& name, int64_t n) { return testing::allreduce_request(rank, name, {n}); }
@@ -102,8 +124,9 @@ std::vector<CycleResult> third_cycle(bool rank0_also_a) {
     std::map<std::string, std::vector<float>> data = {{"a", {rank + 1.0f}}, {"s", {rank + 1.0f, 10.0f * (rank + 1)}}};
     std::map<std::string, TensorEntry> entries;
     for (auto& kv : data) entries[kv.first] = entry_over(&kv.second);
-    RiderLoader load = [&](uint32_t position, const Response& r) {
-      return load_rider(position, r, entries.at(r.name), kData);
+    RiderLoader load = [&](uint32_t position, const Response& r, std::string* rider) {
+      load_rider(position, r, entries.at(r.name), rider);
+      return true;
     };
     for (int c = 0; c < 3; ++c) {
       std::vector<Request> q;
