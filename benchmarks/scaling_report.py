@@ -1,7 +1,7 @@
 """kolo's scaling report: measures, fits a cost model, projects, and writes Markdown and PNG plots.
 
     /usr/bin/python3 benchmarks/scaling_report.py [--build build] [--out benchmarks/results]
-        [--compute-ms 200] [--steps 10] [--bound-rate-mbit 1000] [--replot]
+        [--compute-ms 200] [--steps 10] [--bound-rate-mbit 1000] [--bound-settings NAME=VALUE,...] [--replot]
 
 Measured (benchmarks/synthetic_step: ResNet-50's gradients, compute emulated by sleeping so that the
 CPUs carry only the traffic): 1, 2 and 4 ranks on this host, and 2 emulated hosts x 2 ranks
@@ -78,19 +78,23 @@ def synthetic(build, ranks, compute_ms, steps, cluster):
         return json.load(open(out.name))
 
 
-def bound_run(build, rate_mbit):
+def bound_run(build, rate_mbit, settings):
+    """cluster_allreduce on the emulated hosts; `settings` ("NAME=VALUE,..."): kolo's, for every rank."""
+    exports = " ".join("-x %s" % kv for kv in settings.split(",") if kv)
     with tempfile.NamedTemporaryFile(suffix=".json", dir="/var/tmp") as out:
         command = ("%s --rate-mbit %d -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4 -H %s --map-by slot --bind-to none "
-                   "%s --interface eth0 --link-gbit %g --json %s'"
-                   % (CLUSTER, rate_mbit, TWO_PER_HOST, build / "benchmarks" / "cluster_allreduce", rate_mbit / 1000,
-                      out.name))
+                   "%s %s --interface eth0 --link-gbit %g --json %s'"
+                   % (CLUSTER, rate_mbit, TWO_PER_HOST, exports, build / "benchmarks" / "cluster_allreduce",
+                      rate_mbit / 1000, out.name))
         job = run(command)
         if job.returncode == 77:
             return None
         if job.returncode != 0:
             sys.exit("failed: %s\n%s%s" % (command, job.stdout[-2000:], job.stderr[-2000:]))
         print(job.stdout.strip(), flush=True)
-        return json.load(open(out.name))
+        result = json.load(open(out.name))
+        result["settings"] = settings
+        return result
 
 
 def latency_run(build):
@@ -266,7 +270,9 @@ def write_markdown(args, measured, bound, fit, gpus, table, out):
                   "each way (tc tbf); no added delay (this kernel has no netem), so the bridge's own latency (tens of "
                   "microseconds). ResNet-50's gradient set, summed. Bytes that crossed are read from the hosts' "
                   "interface counters; the least an allreduce of S bytes over H hosts must send out of all hosts is "
-                  "2S(H-1), and at the link's rate that takes 2S(H-1)/H / rate." % args.bound_rate_mbit, "",
+                  "2S(H-1), and at the link's rate that takes 2S(H-1)/H / rate. kolo's settings: %s." % (
+                      bound["link_gbit"] * 1000,
+                      bound.get("settings") or "its defaults"), "",
                   "| | time (ms) | crossed (MB) | bytes / least | time / least |", "|---|---:|---:|---:|---:|"]
         for r in bound["rows"]:
             lines.append("| %s | %.1f | %.1f | %.2f | %.2f |" % (
@@ -323,6 +329,8 @@ def main():
     parser.add_argument("--compute-ms", type=float, default=200.0)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--bound-rate-mbit", type=int, default=1000)
+    parser.add_argument("--bound-settings", default="", help="kolo's settings for the cross-host bound run, "
+                        "NAME=VALUE,... (those KOLO_AUTOTUNE kept on that link, say); default: kolo's defaults")
     parser.add_argument("--replot", action="store_true", help="redo the fit, plots and Markdown from the saved "
                         "measurements (OUT/scaling_measured.json) without measuring again")
     args = parser.parse_args()
@@ -341,7 +349,7 @@ def main():
             timed = synthetic(build, ranks, args.compute_ms, args.steps, cluster)
             alone = synthetic(build, ranks, 0, args.steps, cluster) if timed is not None else None
             measured[key] = (timed, alone)
-        bound = bound_run(build, args.bound_rate_mbit)
+        bound = bound_run(build, args.bound_rate_mbit, args.bound_settings)
         latency = latency_run(build)
         saved.write_text(json.dumps({"measured": measured, "bound": bound, "latency": latency}, indent=1))
     fit = fit_model(measured, bound, latency, args.compute_ms / 1e3)
