@@ -65,6 +65,12 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_HIERARCHICAL_ALLGATHER", "0",
        "1: allgather inside each host, then across hosts among each host's first rank, then a broadcast "
        "inside each host."},
+      {"KOLO_THREAD_NICE", "0",
+       "Nice value (0-19) of kolo's background thread and the threads it starts. Above 0, where the "
+       "training threads fill every core (training on the CPU), backward runs first and the reductions take "
+       "the gaps, instead of the two taking turns; where cores are idle (a GPU job) it changes nothing, but "
+       "with every core busy (data loading, say) kolo's thread then waits for the others. Never raises a "
+       "thread's priority; 0 leaves it as it is."},
       {"KOLO_JOIN_AVERAGE", "size",
        "While some ranks are in join() (contributing zeros): size, an Average divides by the number of "
        "ranks, as Horovod and PyTorch's Join do; contributors, by the ranks that contributed."},
@@ -198,6 +204,7 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.non_negative_int("KOLO_ZERO_COPY_BYTES", &c.zero_copy_bytes);
   p.boolean("KOLO_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce);
   p.boolean("KOLO_HIERARCHICAL_ALLGATHER", &c.hierarchical_allgather);
+  p.non_negative_int("KOLO_THREAD_NICE", &c.thread_nice);
   int join_average = c.join_average_over_contributors ? 1 : 0;
   p.choice("KOLO_JOIN_AVERAGE", {"size", "contributors"}, &join_average);
   c.join_average_over_contributors = join_average == 1;
@@ -206,6 +213,7 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   p.check(c.cycle_time_ms <= 60000.0, "KOLO_CYCLE_TIME_MS", "at most 60000 (one minute)");
   p.check(c.cache_capacity <= (1 << 20), "KOLO_CACHE_CAPACITY", "at most 1048576");
   p.check(c.small_op_bytes <= 4096, "KOLO_SMALL_OP_BYTES", "at most 4096");
+  p.check(c.thread_nice <= 19, "KOLO_THREAD_NICE", "an integer from 0 to 19");
   p.check(c.segment_bytes <= (1ll << 30), "KOLO_SEGMENT_BYTES", "at most 1073741824 (1 GiB)");
   Config::Autotune& a = c.autotune;
   p.boolean("KOLO_AUTOTUNE", &a.enabled);

@@ -37,6 +37,9 @@ struct Config {
   int64_t zero_copy_bytes = kAuto;
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
+  // Nice value of kolo's thread (and the threads it starts): above 0, training threads that fill
+  // every core run first and the reductions take the gaps (CPU training). 0: left as it is.
+  int64_t thread_nice = 0;
   // While some ranks are in join(): an Average divides by every rank (Horovod's and DDP's Join), or
   // by the ranks that contributed.
   bool join_average_over_contributors = false;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/ranks.h"
+#include "common/this_thread.h"
 #include "engine/rider.h"
 
 namespace kolo {
@@ -36,7 +38,22 @@ Engine::~Engine() { stop(); }
 
 void Engine::start() {
   running_ = true;
-  thread_ = std::thread([this] { loop(); });
+  std::promise<void> started;
+  std::future<void> ready = started.get_future();
+  thread_ = std::thread([this, &started] {
+    prepare_thread();
+    started.set_value();
+    loop();
+  });
+  ready.wait();  // init() returns with the thread as configured
+}
+
+void Engine::prepare_thread() {
+  name_this_thread(topology_.process_set == 0 ? "kolo" : "kolo-set-" + std::to_string(topology_.process_set));
+  if (config_.thread_nice > 0) {
+    const Status s = set_this_thread_nice(static_cast<int>(config_.thread_nice));
+    if (!s.ok()) KOLO_LOG(kWarning, "KOLO_THREAD_NICE: kolo's thread keeps its priority: " << s.message());
+  }
 }
 
 void Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {

@@ -89,6 +89,8 @@ class Engine {
   // KOLO_AUTOTUNE: counts what the cycle agreed on; where a sample ended, rank 0's decision reaches every
   // rank through the control channel (a collective, at the same cycle everywhere).
   Status observe_tuning(const CycleResult& result);
+  // On kolo's thread before its loop: its name and KOLO_THREAD_NICE.
+  void prepare_thread();
   // Applies the tuner's new settings, if any, before a cycle.
   void apply_tuning();
 

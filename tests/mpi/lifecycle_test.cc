@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <dirent.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -188,6 +190,48 @@ TEST(Threads, ConcurrentSubmittersGetExactResults) {
   }
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+// This process's threads named `name`, each with its nice value (/proc: field 19 of a task's stat).
+std::vector<int> nice_of_threads_named(const std::string& name) {
+  std::vector<int> nice;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return nice;
+  std::vector<std::string> tasks;
+  for (dirent* e = readdir(dir); e != nullptr; e = readdir(dir)) {
+    if (e->d_name[0] != '.') tasks.push_back(std::string("/proc/self/task/") + e->d_name);
+  }
+  closedir(dir);
+  for (const std::string& task : tasks) {
+    std::ifstream comm(task + "/comm");
+    if (!comm.good()) continue;
+    std::string n;
+    std::getline(comm, n);
+    if (n != name) continue;
+    std::ifstream stat(task + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    std::istringstream fields(line.substr(line.rfind(')') + 2));  // after "pid (comm) "
+    std::string f;
+    for (int i = 3; i <= 19; ++i) fields >> f;  // fields 3..19: state ... nice
+    nice.push_back(std::stoi(f));
+  }
+  return nice;
+}
+
+TEST(Threads, KolosThreadIsNamedAndTakesKoloThreadNice) {
+  EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{0});
+  {
+    ScopedSettings nice(Settings{{"KOLO_THREAD_NICE", "7"}});
+    EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{7});
+    std::vector<float> data = {1.0f, 2.0f};
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    ASSERT_TRUE(allreduce("nice.sum", cpu_view(data), cpu_view(data), sum).ok());  // it runs ops as before
+    EXPECT_EQ(data, (std::vector<float>{1.0f * size(), 2.0f * size()}));
+  }
+  // A new thread, from a thread at the default: back at 0.
+  EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{0});
 }
 
 TEST(CApi, AllreduceAllgatherAndErrors) {

@@ -30,6 +30,7 @@ TEST(Config, Defaults) {
   EXPECT_EQ(c.log_level, LogLevel::kWarning);
   EXPECT_EQ(c.segment_bytes, Config::kAuto);
   EXPECT_EQ(c.zero_copy_bytes, Config::kAuto);
+  EXPECT_EQ(c.thread_nice, 0);
   EXPECT_FALSE(c.join_average_over_contributors);
 }
 
@@ -96,7 +97,8 @@ TEST(Config, ReadsEveryValue) {
                      {"KOLO_LOG_LEVEL", "DEBUG"},
                      {"KOLO_SEGMENT_BYTES", "1024"},
                      {"KOLO_ZERO_COPY_BYTES", "0"},
-                     {"KOLO_JOIN_AVERAGE", "contributors"}},
+                     {"KOLO_JOIN_AVERAGE", "contributors"},
+                     {"KOLO_THREAD_NICE", "19"}},
                     &c)
                   .ok());
   EXPECT_EQ(c.cycle_time_ms, 2.5);
@@ -109,6 +111,7 @@ TEST(Config, ReadsEveryValue) {
   EXPECT_EQ(c.segment_bytes, 1024);
   EXPECT_EQ(c.zero_copy_bytes, 0);
   EXPECT_TRUE(c.join_average_over_contributors);
+  EXPECT_EQ(c.thread_nice, 19);
 }
 
 TEST(Config, InvalidValuesNameTheVariable) {
@@ -127,6 +130,10 @@ TEST(Config, InvalidValuesNameTheVariable) {
   EXPECT_EQ(s.message(), "KOLO_JOIN_AVERAGE='ranks' is not valid: expected one of size contributors.");
   s = parse({{"KOLO_SEGMENT_BYTES", "2147483648"}}, &c);
   EXPECT_EQ(s.message(), "KOLO_SEGMENT_BYTES='2147483648' is not valid: expected at most 1073741824 (1 GiB).");
+  s = parse({{"KOLO_THREAD_NICE", "20"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_THREAD_NICE='20' is not valid: expected an integer from 0 to 19.");
+  s = parse({{"KOLO_THREAD_NICE", "-5"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_THREAD_NICE='-5' is not valid: expected a non-negative integer.");
 }
 
 TEST(Config, OverridesWinAndUnknownOverridesAreErrors) {
