@@ -36,8 +36,12 @@ def test_names_and_global_set(rank, size):
     with pytest.raises(ValueError, match="global process set cannot be removed"):
         kolo.remove_process_set(kolo.global_process_set)
     assert kolo.remove_process_set(ps) is False  # never registered
-    with pytest.raises(ValueError, match="is not registered"):
+    # The error names the call (its text is made only on this path).
+    with pytest.raises(ValueError, match=r"^allreduce of tensor '\(unnamed\)': ProcessSet\(process_set_id=None, "
+                                         r"ranks=\[0, 1\], mpi_comm=None\) is not registered"):
         kolo.allreduce(torch.ones(1), process_set=ps)
+    with pytest.raises(ValueError, match=r"^broadcast of tensor 'w': ProcessSet"):
+        kolo.broadcast(torch.ones(1), 0, name="w", process_set=ps)
     with pytest.raises(ValueError, match="comm="):
         kolo.init(comm=[0])
 

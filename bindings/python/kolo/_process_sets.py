@@ -130,14 +130,16 @@ def forget_all():
     _registered.clear()
 
 
-def set_id(process_set, what="this op"):
-    """The id a collective passes to kolo for `process_set` (None or a ProcessSet)."""
+def set_id(process_set, what="this op", *what_args):
+    """The id a collective passes to kolo for `process_set` (None or a ProcessSet). `what % what_args`
+    names the call in an error, formatted only then (this is on every op's path)."""
     if process_set is None:
         return 0
     if not isinstance(process_set, ProcessSet):
         raise TypeError("process_set: expected a kolo ProcessSet, got %s" % type(process_set).__name__)
     if process_set.process_set_id is None:
-        raise ValueError("%s: %r is not registered (add_process_set registers it, on every rank)" % (what, process_set))
+        raise ValueError("%s: %r is not registered (add_process_set registers it, on every rank)"
+                         % (what % what_args if what_args else what, process_set))
     return process_set.process_set_id
 
 

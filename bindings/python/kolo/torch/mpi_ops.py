@@ -109,9 +109,11 @@ def _add(handle, keep, finish, tensor):
 
 def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
     """What _C.allreduce_async and _C.allreduce take."""
-    described = (_name(name), _describe(tensor, name), _describe(output, name, "output"))  # checked first
+    described_input = _describe(tensor, name)
+    described_output = described_input if output is tensor else _describe(output, name, "output")  # in place
+    described = (_name(name), described_input, described_output)  # checked first
     return described + (op, float(prescale_factor), float(postscale_factor), compression,
-                        _set_id(process_set, "allreduce of tensor '%s'" % (name or "(unnamed)")))
+                        _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
 
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
@@ -310,7 +312,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts an allgather: every rank's `tensor` concatenated along the first dimension, which may
     differ per rank. synchronize(handle) returns the result."""
     handle = _C.allgather_async(_name(name), _describe(tensor, name),
-                                _set_id(process_set, "allgather of tensor '%s'" % (name or "(unnamed)")))
+                                _set_id(process_set, "allgather of tensor '%s'", name or "(unnamed)"))
     return _add(handle, (tensor,), lambda out: _wrap_output(out, tensor.dtype, tensor.device), tensor)
 
 
@@ -369,7 +371,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
 def _broadcast_async(tensor, output, root_rank, name, process_set):
     handle = _C.broadcast_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), int(root_rank),
-                                _set_id(process_set, "broadcast of tensor '%s'" % (name or "(unnamed)")))
+                                _set_id(process_set, "broadcast of tensor '%s'", name or "(unnamed)"))
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
@@ -425,7 +427,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall: splits[r] rows (first dimension) go to rank r (of the process set); without
     splits the rows are divided evenly. synchronize(handle) returns (output, received_splits)."""
     handle = _C.alltoall_async(_name(name), _describe(tensor, name), _splits_list(splits),
-                               _set_id(process_set, "alltoall of tensor '%s'" % (name or "(unnamed)")))
+                               _set_id(process_set, "alltoall of tensor '%s'", name or "(unnamed)"))
 
     def finish(out):
         received = torch.tensor(out.received_splits, dtype=torch.int32)
@@ -467,7 +469,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     if tensor.dim() == 0:
         raise KoloValueError("reducescatter of tensor '%s': needs at least one dimension" % (name or "(unnamed)"),
                              _core.INVALID_ARGUMENT)
-    set_id = _set_id(process_set, "reducescatter of tensor '%s'" % (name or "(unnamed)"))
+    set_id = _set_id(process_set, "reducescatter of tensor '%s'", name or "(unnamed)")
     rows = _C.reducescatter_rows(tensor.shape[0], _set_rank(process_set), _set_size(process_set))
     output = tensor.new_empty((rows,) + tuple(tensor.shape[1:]))
     handle = _C.reducescatter_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
