@@ -80,14 +80,10 @@ int main(int argc, char** argv) {
             max_samples = args.integer("max-samples", 20);
   args.finish();
 
-  std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
-  const size_t total = bench::element_count(tensors);
-  std::vector<float> flat(total, 0.0f);
-  const double bytes = static_cast<double>(total) * sizeof(float);
-  auto kolo_step = [&] { bench::allreduce_each(tensors); };
-  auto mpi_step = [&] {
-    MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  };
+  bench::GradientSet set(shapes);
+  const double bytes = set.bytes;
+  auto kolo_step = [&] { set.kolo_step(); };
+  auto mpi_step = [&] { set.mpi_one_call(); };
   // `steps` timed steps after one untimed (negotiation of every name), at `settings`.
   auto measure = [&](const kolo::Settings& settings, std::vector<double>* times) {
     check(kolo::init(settings));
@@ -151,7 +147,7 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     const double best_time = bench::median(t_best);
-    std::printf("# ResNet-50 gradients: %zu float32 tensors (%.1f MB), sum, %d ranks on %d host%s\n", tensors.size(),
+    std::printf("# ResNet-50 gradients: %zu float32 tensors (%.1f MB), sum, %d ranks on %d host%s\n", set.tensors.size(),
                 bytes / 1e6, size, hosts, hosts > 1 ? "s" : "");
     std::printf("# grid: %zu points, median of %d steps each; best: %s (%.1f ms)\n", grid.size(), steps,
                 grid[best].describe().c_str(), grid_time[best] * 1e3);

@@ -47,15 +47,11 @@ int main(int argc, char** argv) {
                     json = args.text("json", "");
   args.finish();
 
-  std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
-  const size_t total = bench::element_count(tensors);
-  std::vector<float> flat(total, 0.0f);
-  const double bytes = static_cast<double>(total) * sizeof(float);
+  bench::GradientSet set(shapes);
+  const double bytes = set.bytes;
 
-  auto kolo_step = [&] { bench::allreduce_each(tensors); };
-  auto mpi_step = [&] {
-    MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  };
+  auto kolo_step = [&] { set.kolo_step(); };
+  auto mpi_step = [&] { set.mpi_one_call(); };
   struct Mode {
     std::string name;
     kolo::Settings settings;
@@ -94,7 +90,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     const double min_bytes = 2.0 * bytes * (hosts - 1);  // out of all hosts together, per step
     const double bound = link_gbit > 0 ? 2.0 * bytes * (hosts - 1) / hosts / (link_gbit * 1e9 / 8) : 0.0;
-    std::printf("# ResNet-50 gradients: %zu float32 tensors (%.1f MB), sum, %d ranks on %d hosts\n", tensors.size(),
+    std::printf("# ResNet-50 gradients: %zu float32 tensors (%.1f MB), sum, %d ranks on %d hosts\n", set.tensors.size(),
                 bytes / 1e6, size, hosts);
     std::printf("# least an allreduce sends between hosts per step: %.1f MB", min_bytes / 1e6);
     if (link_gbit > 0) std::printf("; at %.3g Gbit/s per link that takes %.1f ms", link_gbit, bound * 1e3);

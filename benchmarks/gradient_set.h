@@ -87,4 +87,24 @@ inline void allreduce_each(std::vector<Tensor>& tensors) {
   for (kolo::Handle h : handles) check(kolo::wait(h));
 }
 
+// The set as the CPU benchmarks use it: its tensors, the same bytes as one flat buffer (the peer, one
+// MPI_Allreduce of all bytes), and a step of each.
+struct GradientSet {
+  explicit GradientSet(const std::string& path)
+      : tensors(read_gradient_set(path)),
+        total(element_count(tensors)),
+        flat(total, 0.0f),
+        bytes(static_cast<double>(total) * sizeof(float)) {}
+
+  void kolo_step() { allreduce_each(tensors); }
+  void mpi_one_call() {
+    MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  }
+
+  std::vector<Tensor> tensors;
+  size_t total;            // elements
+  std::vector<float> flat;
+  double bytes;            // of the whole set, float32
+};
+
 }  // namespace bench

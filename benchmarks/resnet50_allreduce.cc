@@ -29,22 +29,21 @@ int main(int argc, char** argv) {
   const std::string shapes = args.text("shapes", KOLO_RESNET50_SHAPES), json = args.text("json", "");
   args.finish();
 
-  std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
-  const size_t total = bench::element_count(tensors);
-  std::vector<float> flat(total, 0.0f);
-  const double bytes = static_cast<double>(total) * sizeof(float);
+  bench::GradientSet set(shapes);
+  const size_t total = set.total;
+  const double bytes = set.bytes;
 
-  auto kolo_step = [&] { bench::allreduce_each(tensors); };
-  auto mpi_whole = [&] { MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
+  auto kolo_step = [&] { set.kolo_step(); };
+  auto mpi_whole = [&] { set.mpi_one_call(); };
   auto mpi_pieces = [&] {
     const size_t piece = (4u << 20) / sizeof(float);
     for (size_t off = 0; off < total; off += piece) {
-      MPI_Allreduce(MPI_IN_PLACE, flat.data() + off, static_cast<int>(std::min(piece, total - off)), MPI_FLOAT, MPI_SUM,
+      MPI_Allreduce(MPI_IN_PLACE, set.flat.data() + off, static_cast<int>(std::min(piece, total - off)), MPI_FLOAT, MPI_SUM,
                     MPI_COMM_WORLD);
     }
   };
   auto mpi_per_tensor = [&] {
-    for (bench::Tensor& t : tensors) {
+    for (bench::Tensor& t : set.tensors) {
       MPI_Allreduce(MPI_IN_PLACE, t.data.data(), static_cast<int>(t.data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
   };
@@ -95,7 +94,7 @@ int main(int argc, char** argv) {
     std::vector<bench::Row> rows;
     for (const Mode& m : modes) rows.push_back({m.name, bench::median(samples[m.name]), bytes, 0.0});
     for (bench::Row& r : rows) r.ratio = r.seconds / rows[0].seconds;
-    std::printf("# ResNet-50 gradients: %zu float32 tensors, %zu elements (%.1f MB), sum, %d ranks\n", tensors.size(),
+    std::printf("# ResNet-50 gradients: %zu float32 tensors, %zu elements (%.1f MB), sum, %d ranks\n", set.tensors.size(),
                 total, bytes / 1e6, size);
     std::printf("# median of %d steps x %d rounds; ratio = time / time of one MPI_Allreduce of all bytes\n", steps, rounds);
     std::printf("%-40s %12s %10s %10s %8s\n", "", "time/step", "algbw", "busbw", "ratio");
@@ -109,7 +108,7 @@ int main(int argc, char** argv) {
                 lk / lm);
     if (!json.empty()) {
       std::ofstream out(json);
-      out << "{\n  \"benchmark\": \"resnet50_allreduce\",\n  \"ranks\": " << size << ",\n  \"tensors\": " << tensors.size()
+      out << "{\n  \"benchmark\": \"resnet50_allreduce\",\n  \"ranks\": " << size << ",\n  \"tensors\": " << set.tensors.size()
           << ",\n  \"bytes\": " << static_cast<long long>(bytes) << ",\n  \"steps\": " << steps << ",\n  \"rounds\": " << rounds
           << ",\n  \"rows\": [\n";
       for (size_t i = 0; i < rows.size(); ++i) {

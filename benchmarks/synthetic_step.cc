@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
   args.finish();
   const double compute_s = compute_ms / 1e3;
 
-  std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
-  const size_t total = bench::element_count(tensors);
-  std::vector<float> flat(total, 0.0f);
+  bench::GradientSet set(shapes);
+  std::vector<bench::Tensor>& tensors = set.tensors;
+  const size_t total = set.total;
 
   // Backward: the last layer's gradient first; `ready(i)` is called as gradient i appears.
   auto train_step = [&](const std::function<void(size_t)>& ready) {
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   };
   auto mpi_step = [&] {
     train_step([](size_t) {});
-    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (size > 1) set.mpi_one_call();
   };
   struct Mode {
     std::string name;
