@@ -19,14 +19,13 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from gradient_set_bench import MPI, median_times, mpi4py_modes, parse_args  # noqa: E402  before kolo: see there
+from gradient_set_bench import MPI, c_abi_step_of, median_times, mpi4py_modes, parse_args  # noqa: E402  before kolo: see there
 from gradient_shapes import read_shapes  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import kolo.tensorflow as kolo  # noqa: E402
-from kolo import _core, _host  # noqa: E402
 
 args = parse_args(steps=4, rounds=15)  # short rounds: the modes interleave finely
 
@@ -79,14 +78,7 @@ def grouped_step():
     [t.numpy() for t in step_with_grouped()[:1]]
 
 
-host_arrays = [np.full(shape, 2.0, np.float32) for _, shape in shapes]
-host_names = ["host.%s" % name for name, _ in shapes]
-
-
-def c_abi_step():
-    # In place, as the C++ benchmark reuses its buffers; the values grow each step, harmlessly.
-    _host._wait_all([_core._C.allreduce_async(n, _host._describe(a, n), _host._describe(a, n), _core.SUM, 1.0, 1.0,
-                                              process_set=0) for a, n in zip(host_arrays, host_names)])
+c_abi_step = c_abi_step_of(shapes)
 
 
 def step_then_c_abi():
