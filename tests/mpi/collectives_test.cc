@@ -70,6 +70,29 @@ TEST_P(AllreduceTest, EveryOpEverySizeInPlaceAndOut) {
   }
 }
 
+// Above 64 KiB a segment on one host goes by kolo's ring (comm/mpi/ring_allreduce.h): block counts
+// that do not divide by the ranks, several segments, in place and out.
+TEST_P(AllreduceTest, EveryOpAboveSixtyFourKibByTheRing) {
+  ScopedSettings s(Settings{{"KOLO_SEGMENT_BYTES", "300000"}, {"KOLO_ZERO_COPY_BYTES", "0"}});
+  const DataType dtype = GetParam();
+  const size_t n = (700001 + dtype_size(dtype) - 1) / dtype_size(dtype);  // 3 segments, the last short
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    for (bool in_place : {true, false}) {
+      Buffer in = input_for(dtype, n, op);
+      Buffer out(dtype, {static_cast<int64_t>(n)});
+      AllreduceOptions o;
+      o.op = op;
+      const std::string name = std::string("ring.") + reduce_op_name(op) + (in_place ? ".in" : ".out");
+      Status st = allreduce(name, in.view(), in_place ? in.view() : out.view(), o);
+      ASSERT_TRUE(st.ok()) << st.message();
+      const Buffer& result = in_place ? in : out;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(result.get(i), expected_reduction(op, i, size(), result)) << name << " element " << i;
+      }
+    }
+  }
+}
+
 TEST_P(AllreduceTest, ScaleFactors) {
   const DataType dtype = GetParam();
   Buffer b = input_for(dtype, 33, ReduceOp::kSum);

@@ -118,11 +118,12 @@ void small_ops_exact(const std::string& tag) {
 
 TEST(SmallOps, RidingOnTheNegotiationGivesTheCpuPathsValues) { small_ops_exact("ride"); }
 
-// Small allreduces go by recursive doubling, where partners combine the lower rank's block first: every
-// rank ends with the same bytes even where the reduction does not commute to the bit (min and max with
-// NaNs), riding or not.
+// Small allreduces go by recursive doubling, where partners combine the lower rank's block first, and
+// large ones by kolo's ring, where each block is reduced on one rank and copied: every rank ends with the
+// same bytes even where the reduction does not commute to the bit (min and max with NaNs), riding or not.
 TEST(SmallOps, EveryRankGetsTheSameBitsWithNaNs) {
-  for (const int64_t elements : {int64_t{5}, int64_t{4096}}) {  // 20 B rides; 16 KiB does not
+  // 20 B rides; 16 KiB does not; 280 KB goes by the ring
+  for (const int64_t elements : {int64_t{5}, int64_t{4096}, int64_t{70000}}) {
     for (const ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
       for (int step = 0; step < 2; ++step) {
         std::vector<float> v(static_cast<size_t>(elements));

@@ -11,6 +11,7 @@
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/recursive_doubling.h"
+#include "comm/mpi/ring_allreduce.h"
 #include "comm/segment_plan.h"
 #include "cpu/kernels.h"
 
@@ -39,9 +40,11 @@ class FlatReducer : public SegmentReducer {
   // A small segment is reduced by recursive doubling over point-to-point messages, each wait giving up
   // on a lost peer (recursive_doubling.h), so that a caller's thread may run it; faster than Open MPI's
   // MPI_Iallreduce at these sizes (README, Small ops). On every rank alike, whichever
-  // thread runs it. Larger ones go to MPI_Allreduce, whose algorithms suit them.
+  // thread runs it. Larger ones, on one host, by kolo's ring, whose waits leave the core to the
+  // framework's threads (ring_allreduce.h); across hosts by MPI_Allreduce, whose algorithms suit
+  // the network (README, Across hosts).
   static constexpr int64_t kSmallBytes = 64 << 10;
-  explicit FlatReducer(MPI_Comm comm) : comm_(comm) {
+  FlatReducer(MPI_Comm comm, bool ring) : comm_(comm), ring_(ring) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
   }
@@ -49,23 +52,30 @@ class FlatReducer : public SegmentReducer {
     int elem = 0;
     MPI_Type_size(type, &elem);
     const size_t bytes = static_cast<size_t>(count) * static_cast<size_t>(elem);
-    if (static_cast<int64_t>(bytes) <= kSmallBytes) {
-      if (send != MPI_IN_PLACE) std::memcpy(recv, send, bytes);
-      if (scratch_.size() < bytes) scratch_.resize(bytes);
-      return recursive_doubling_allreduce(
-          comm_, rank_, size_, kTag, static_cast<char*>(recv), scratch_.data(), bytes,
-          [count, type, op](const char* from, char* into, size_t) {
-            MPI_Reduce_local(from, into, count, type, op);
-          },
-          "allreduce (recursive doubling)");
+    const bool small = static_cast<int64_t>(bytes) <= kSmallBytes;
+    if (!small && !ring_) {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, count, type, op, comm_), "MPI_Allreduce");
+      return Status::OK();
     }
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, count, type, op, comm_), "MPI_Allreduce");
-    return Status::OK();
+    if (send != MPI_IN_PLACE) std::memcpy(recv, send, bytes);
+    auto combine = [elem, type, op](const char* from, char* into, size_t n) {
+      MPI_Reduce_local(from, into, static_cast<int>(n / static_cast<size_t>(elem)), type, op);
+    };
+    if (small) {
+      if (scratch_.size() < bytes) scratch_.resize(bytes);
+      return recursive_doubling_allreduce(comm_, rank_, size_, kTag, static_cast<char*>(recv), scratch_.data(), bytes,
+                                          combine, "allreduce (recursive doubling)");
+    }
+    const size_t scratch = ring_scratch_bytes(count, static_cast<size_t>(elem), size_);
+    if (scratch_.size() < scratch) scratch_.resize(scratch);
+    return ring_allreduce(comm_, rank_, size_, kTag, static_cast<char*>(recv), scratch_.data(), count,
+                          static_cast<size_t>(elem), combine, "allreduce (ring)");
   }
 
  private:
   static constexpr int kTag = 2;  // on the data communicator; Adasum's messages there have their own
   MPI_Comm comm_;
+  bool ring_;
   int rank_ = 0, size_ = 1;
   std::vector<char> scratch_;
 };
@@ -201,7 +211,7 @@ class MpiAllreduce : public Collective {
     if (hierarchical) {
       reducer_ = std::make_unique<HierarchicalReducer>(mpi);
     } else {
-      reducer_ = std::make_unique<FlatReducer>(mpi.data());
+      reducer_ = std::make_unique<FlatReducer>(mpi.data(), /*ring=*/mpi.topology().cross_size == 1);
     }
   }
 

@@ -38,14 +38,16 @@ void give_up_mpi_waits(const std::string& why) {
   g_give_up = true;
 }
 
-Status mpi_wait(MPI_Request* request, const char* what) {
+Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace) {
   using clock = std::chrono::steady_clock;
   // A peer that is on its way arrives within the spins and yields. One that is not (still
-  // computing, or its engine asleep) may take milliseconds: naps then double up to 1 ms, so a long
-  // wait costs a few wakeups rather than thousands, each of which would preempt a framework thread.
+  // computing, or its engine asleep) may take milliseconds: naps then double up to the pace's
+  // longest, so a long wait costs a few wakeups rather than thousands, each of which would preempt a
+  // framework thread.
   constexpr int kSpins = 64;
-  constexpr auto kYieldFor = std::chrono::microseconds(50);
-  constexpr auto kMaxNap = std::chrono::microseconds(1000);
+  const bool transfer = pace == WaitPace::kTransfer;
+  const auto yield_for = transfer ? std::chrono::microseconds(2000) : std::chrono::microseconds(50);
+  const auto max_nap = transfer ? std::chrono::microseconds(100) : std::chrono::microseconds(1000);
   clock::time_point start;  // read once the spins are over: most waits end within them
   auto nap = std::chrono::microseconds(10);
   for (int i = 0;; ++i) {
@@ -58,12 +60,12 @@ Status mpi_wait(MPI_Request* request, const char* what) {
       std::lock_guard<std::mutex> lock(g_give_up_mu);
       return Status::Aborted(std::string(what) + " given up: " + g_give_up_why);
     }
-    if (clock::now() - start < kYieldFor) {
+    if (clock::now() - start < yield_for) {
       sched_yield();
       continue;
     }
     std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, kMaxNap);
+    nap = std::min(nap * 2, max_nap);
   }
 }
 

@@ -8,20 +8,17 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <functional>
 
+#include "comm/mpi/combine_bytes.h"
 #include "kolo/status.h"
 
 namespace kolo {
 
-// into = from (+) into, `bytes` each, as MPI_Reduce_local. Partners always combine the lower rank's
-// block first, so both hold the same bytes after each step and every rank ends with the same result,
-// whether or not the reduction commutes to the bit (floating-point min with NaNs does not).
-using CombineBytes = std::function<void(const char* from, char* into, size_t bytes)>;
-
 // Reduces `data` (`bytes`, the same on every rank) over `comm` in place; `scratch` holds `bytes`.
 // Ranks beyond the largest power of two fold into a partner first and get the result from it. Uses
-// `tag` on `comm`, which nothing else may receive on meanwhile.
+// `tag` on `comm`, which nothing else may receive on meanwhile. Partners always combine the lower rank's
+// block first, so both hold the same bytes after each step and every rank ends with the same result,
+// whether or not the reduction commutes to the bit (floating-point min with NaNs does not).
 Status recursive_doubling_allreduce(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch,
                                     size_t bytes, const CombineBytes& combine, const char* what);
 
