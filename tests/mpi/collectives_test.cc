@@ -73,9 +73,9 @@ TEST_P(AllreduceTest, EveryOpEverySizeInPlaceAndOut) {
 // Above 64 KiB a segment on one host goes by kolo's ring (comm/mpi/ring_allreduce.h): block counts
 // that do not divide by the ranks, several segments, in place and out.
 TEST_P(AllreduceTest, EveryOpAboveSixtyFourKibByTheRing) {
-  ScopedSettings s(Settings{{"KOLO_SEGMENT_BYTES", "300000"}, {"KOLO_ZERO_COPY_BYTES", "0"}});
+  ScopedSettings s(Settings{{"KOLO_SEGMENT_BYTES", "70000"}, {"KOLO_ZERO_COPY_BYTES", "0"}});
   const DataType dtype = GetParam();
-  const size_t n = (700001 + dtype_size(dtype) - 1) / dtype_size(dtype);  // 3 segments, the last short
+  const size_t n = (206001 + dtype_size(dtype) - 1) / dtype_size(dtype);  // 3 segments, each above 64 KiB
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
     for (bool in_place : {true, false}) {
       Buffer in = input_for(dtype, n, op);
