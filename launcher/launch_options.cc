@@ -39,6 +39,42 @@ bool valid_env_name(const std::string& name) {
   return true;
 }
 
+// The flags that set one of kolo's settings on every rank (horovodrun's names), one row each.
+struct SettingFlag {
+  enum Kind { kText, kInteger, kNumber, kFixed };
+  const char* flag;
+  const char* setting;
+  Kind kind;
+  double scale = 1.0;          // kInteger, kNumber: the setting is the value given times this
+  const char* fixed = nullptr;  // kFixed: the flag takes no value and sets this
+};
+
+const SettingFlag kSettingFlags[] = {
+    {"--timeline-filename", "KOLO_TIMELINE", SettingFlag::kText},
+    {"--fusion-threshold-mb", "KOLO_FUSION_THRESHOLD_BYTES", SettingFlag::kInteger, 1024.0 * 1024.0},
+    {"--cycle-time-ms", "KOLO_CYCLE_TIME_MS", SettingFlag::kNumber},
+    {"--cache-capacity", "KOLO_CACHE_CAPACITY", SettingFlag::kInteger},
+    {"--stall-check-warning-time-seconds", "KOLO_STALL_CHECK_SECONDS", SettingFlag::kNumber},
+    {"--stall-check-shutdown-time-seconds", "KOLO_STALL_SHUTDOWN_SECONDS", SettingFlag::kNumber},
+    {"--no-stall-check", "KOLO_STALL_CHECK_SECONDS", SettingFlag::kFixed, 1.0, "0"},
+    {"--hierarchical-allreduce", "KOLO_HIERARCHICAL_ALLREDUCE", SettingFlag::kFixed, 1.0, "1"},
+    {"--hierarchical-allgather", "KOLO_HIERARCHICAL_ALLGATHER", SettingFlag::kFixed, 1.0, "1"},
+    {"--autotune", "KOLO_AUTOTUNE", SettingFlag::kFixed, 1.0, "1"},
+    {"--autotune-log-file", "KOLO_AUTOTUNE_LOG", SettingFlag::kText},
+    {"--autotune-warmup-samples", "KOLO_AUTOTUNE_WARMUP_SAMPLES", SettingFlag::kInteger},
+    {"--autotune-steps-per-sample", "KOLO_AUTOTUNE_STEPS_PER_SAMPLE", SettingFlag::kInteger},
+    {"--autotune-bayes-opt-max-samples", "KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", SettingFlag::kInteger},
+    {"--autotune-gaussian-process-noise", "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", SettingFlag::kNumber},
+    {"--log-level", "KOLO_LOG_LEVEL", SettingFlag::kText},
+};
+
+const SettingFlag* find_setting_flag(const std::string& flag) {
+  for (const SettingFlag& f : kSettingFlags) {
+    if (flag == f.flag) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* usage() {
@@ -225,18 +261,27 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     *v = args[++i];
     return true;
   };
-  auto number_setting = [&](const std::string& flag, const char* name, double scale, bool integer) {
+  auto set = [&](const SettingFlag& f) {
+    if (f.kind == SettingFlag::kFixed) {
+      o->settings.emplace_back(f.setting, f.fixed);
+      return true;
+    }
     std::string v;
-    if (!value(flag, &v)) return false;
+    if (!value(f.flag, &v)) return false;
+    if (f.kind == SettingFlag::kText) {
+      o->settings.emplace_back(f.setting, v);
+      return true;
+    }
+    const bool integer = f.kind == SettingFlag::kInteger;
     double x;
     if (!parse_number(v, &x) || (integer && x != std::floor(x))) {
-      *error = flag + " expects a non-negative " + (integer ? "integer" : "number") + ", got '" + v + "'";
+      *error = std::string(f.flag) + " expects a non-negative " + (integer ? "integer" : "number") + ", got '" + v + "'";
       return false;
     }
     std::ostringstream text;
     text.precision(15);
-    text << x * scale;
-    o->settings.emplace_back(name, text.str());
+    text << x * f.scale;
+    o->settings.emplace_back(f.setting, text.str());
     return true;
   };
   auto count = [&](const std::string& flag, long long min, int* out) {
@@ -273,7 +318,9 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       a = a.substr(0, eq);
     }
     std::string v;
-    if (a == "-np" || a == "--num-proc" || a == "-n") {
+    if (const SettingFlag* f = find_setting_flag(a)) {
+      if (!set(*f)) return false;
+    } else if (a == "-np" || a == "--num-proc" || a == "-n") {
       if (!count(a, 1, &o->num_proc)) return false;
     } else if (a == "-H" || a == "--hosts") {
       if (!value(a, &v) || !parse_host_list(v, &o->hosts, error)) return false;
@@ -309,41 +356,6 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       o->check_build = true;
     } else if (a == "-h" || a == "--help") {
       o->help = true;
-    } else if (a == "--timeline-filename") {
-      if (!value(a, &v)) return false;
-      o->settings.emplace_back("KOLO_TIMELINE", v);
-    } else if (a == "--fusion-threshold-mb") {
-      if (!number_setting(a, "KOLO_FUSION_THRESHOLD_BYTES", 1024.0 * 1024.0, true)) return false;
-    } else if (a == "--cycle-time-ms") {
-      if (!number_setting(a, "KOLO_CYCLE_TIME_MS", 1.0, false)) return false;
-    } else if (a == "--cache-capacity") {
-      if (!number_setting(a, "KOLO_CACHE_CAPACITY", 1.0, true)) return false;
-    } else if (a == "--stall-check-warning-time-seconds") {
-      if (!number_setting(a, "KOLO_STALL_CHECK_SECONDS", 1.0, false)) return false;
-    } else if (a == "--stall-check-shutdown-time-seconds") {
-      if (!number_setting(a, "KOLO_STALL_SHUTDOWN_SECONDS", 1.0, false)) return false;
-    } else if (a == "--no-stall-check") {
-      o->settings.emplace_back("KOLO_STALL_CHECK_SECONDS", "0");
-    } else if (a == "--hierarchical-allreduce") {
-      o->settings.emplace_back("KOLO_HIERARCHICAL_ALLREDUCE", "1");
-    } else if (a == "--hierarchical-allgather") {
-      o->settings.emplace_back("KOLO_HIERARCHICAL_ALLGATHER", "1");
-    } else if (a == "--autotune") {
-      o->settings.emplace_back("KOLO_AUTOTUNE", "1");
-    } else if (a == "--autotune-log-file") {
-      if (!value(a, &v)) return false;
-      o->settings.emplace_back("KOLO_AUTOTUNE_LOG", v);
-    } else if (a == "--autotune-warmup-samples") {
-      if (!number_setting(a, "KOLO_AUTOTUNE_WARMUP_SAMPLES", 1.0, true)) return false;
-    } else if (a == "--autotune-steps-per-sample") {
-      if (!number_setting(a, "KOLO_AUTOTUNE_STEPS_PER_SAMPLE", 1.0, true)) return false;
-    } else if (a == "--autotune-bayes-opt-max-samples") {
-      if (!number_setting(a, "KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 1.0, true)) return false;
-    } else if (a == "--autotune-gaussian-process-noise") {
-      if (!number_setting(a, "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", 1.0, false)) return false;
-    } else if (a == "--log-level") {
-      if (!value(a, &v)) return false;
-      o->settings.emplace_back("KOLO_LOG_LEVEL", v);
     } else if (a == "--network-interface") {
       if (!value(a, &v)) return false;
       o->network_interface = v;
