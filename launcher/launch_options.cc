@@ -275,7 +275,8 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
     const bool integer = f.kind == SettingFlag::kInteger;
     double x;
     if (!parse_number(v, &x) || (integer && x != std::floor(x))) {
-      *error = std::string(f.flag) + " expects a non-negative " + (integer ? "integer" : "number") + ", got '" + v + "'";
+      *error = std::string(f.flag) + " expects a non-negative " + (integer ? "integer" : "number") + ", got '" + v +
+               "'";
       return false;
     }
     std::ostringstream text;
