@@ -19,6 +19,15 @@ namespace kolo {
 namespace {
 
 char* bytes_at(void* p, int64_t offset) { return static_cast<char*>(p) + offset; }
+
+// How kolo's point-to-point allreduces combine a peer's block with this rank's: MPI_Reduce_local.
+CombineBytes combine_with(MPI_Datatype type, MPI_Op op) {
+  int elem = 0;
+  MPI_Type_size(type, &elem);
+  return [elem, type, op](const char* from, char* into, size_t bytes) {
+    MPI_Reduce_local(from, into, static_cast<int>(bytes / static_cast<size_t>(elem)), type, op);
+  };
+}
 const char* bytes_at(const void* p, int64_t offset) { return static_cast<const char*>(p) + offset; }
 
 // Reduces segments: `count` elements from `send` (MPI_IN_PLACE: from `recv`) into `recv` on every
@@ -58,9 +67,7 @@ class FlatReducer : public SegmentReducer {
       return Status::OK();
     }
     if (send != MPI_IN_PLACE) std::memcpy(recv, send, bytes);
-    auto combine = [elem, type, op](const char* from, char* into, size_t n) {
-      MPI_Reduce_local(from, into, static_cast<int>(n / static_cast<size_t>(elem)), type, op);
-    };
+    const CombineBytes combine = combine_with(type, op);
     if (small) {
       if (scratch_.size() < bytes) scratch_.resize(bytes);
       return recursive_doubling_allreduce(comm_, rank_, size_, kTag, static_cast<char*>(recv), scratch_.data(), bytes,
@@ -84,10 +91,12 @@ class FlatReducer : public SegmentReducer {
 // count works); block i is reduced across hosts by the ranks of local rank i, so each byte crosses
 // between hosts once per host instead of once per rank. Across hosts, segments are pipelined (kDepth
 // in flight): while one segment's blocks cross, this thread reduce-scatters the next ones inside the
-// host and gathers the earlier ones, so that the link is kept busy. On 2 hosts the crossing is a
-// pairwise exchange of the blocks (nonblocking sends, progressed by every MPI call of this thread) and
-// each side adds the other's (commutative, so both get the same bits); on more, an MPI_Allreduce of
-// each block on a lane of its own (cross_host_lane.h). Measured in README, "Across hosts".
+// host and gathers the earlier ones, so that the link is kept busy. Inside the host both are kolo's
+// ring in place (ring_allreduce.h), whose waits leave the core to the framework's threads. On 2 hosts
+// the crossing is a pairwise exchange of the blocks (nonblocking sends, progressed by every MPI call of
+// this thread) and each side adds the other's (commutative, so both get the same bits); on more, an
+// MPI_Allreduce of each block on a lane of its own (cross_host_lane.h). Measured in README, "Across
+// hosts".
 class HierarchicalReducer : public SegmentReducer {
  public:
   explicit HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {
@@ -104,29 +113,28 @@ class HierarchicalReducer : public SegmentReducer {
     int elem = 0;
     MPI_Type_size(type, &elem);
     Flight f;
-    f.recv = recv;
+    f.recv = static_cast<char*>(recv);
+    f.count = count;
+    f.elem = elem;
     f.type = type;
     f.op = op;
-    f.counts.resize(static_cast<size_t>(t.local_size));
-    f.displs.resize(static_cast<size_t>(t.local_size));
-    int offset = 0;
-    for (int i = 0; i < t.local_size; ++i) {
-      f.counts[i] = count / t.local_size + (i < count % t.local_size ? 1 : 0);
-      f.displs[i] = offset;
-      offset += f.counts[i];
-    }
-    const int mine = f.counts[t.local_rank];
+    // Inside the host by kolo's ring, in place (ring_allreduce.h): this rank's block is reduced over
+    // the host where it lies in `recv`, the others are left to the allgather.
+    const int64_t bytes = static_cast<int64_t>(count) * elem;
+    if (send != MPI_IN_PLACE) std::memcpy(recv, send, static_cast<size_t>(bytes));
+    const size_t scratch = ring_scratch_bytes(count, static_cast<size_t>(elem), t.local_size);
+    if (scratch_.size() < scratch) scratch_.resize(scratch);
+    Status rs = ring_reduce_scatter(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, scratch_.data(), count,
+                                    static_cast<size_t>(elem), combine_with(type, op),
+                                    "reduce-scatter inside the host (ring)");
+    if (!rs.ok()) return rs;
+    const int mine = static_cast<int>(ring_block_count(count, t.local_size, t.local_rank));
+    char* data = f.recv + ring_block_start(count, t.local_size, t.local_rank) * elem;
     f.block = next_block_++ % kDepth;
-    std::vector<char>& block = blocks_[f.block];
-    block.resize(static_cast<size_t>(mine) * elem + 1);
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send == MPI_IN_PLACE ? recv : send, block.data(), f.counts.data(),
-                                                type, op, mpi_.local()),
-                             "MPI_Reduce_scatter (inside the host)");
-    char* data = block.data();
     const MPI_Comm cross = mpi_.cross();
     if (mode_ == Mode::kPairwise) {
       std::vector<char>& theirs = peer_blocks_[f.block];
-      theirs.resize(block.size());
+      theirs.resize(static_cast<size_t>(mine) * elem + 1);
       const int peer = 1 - t.cross_rank;
       KOLO_MPI_RETURN_IF_ERROR(MPI_Irecv(theirs.data(), mine, type, peer, 0, cross, &f.requests[0]),
                                "MPI_Irecv (across hosts)");
@@ -149,21 +157,20 @@ class HierarchicalReducer : public SegmentReducer {
     if (flights_.empty()) return Status::OK();
     Flight f = std::move(flights_.front());
     flights_.pop_front();
-    const int mine = f.counts[mpi_.topology().local_rank];
-    char* block = blocks_[f.block].data();
+    const Topology& t = mpi_.topology();
     if (f.exchanging) {
+      const int mine = static_cast<int>(ring_block_count(f.count, t.local_size, t.local_rank));
+      char* data = f.recv + ring_block_start(f.count, t.local_size, t.local_rank) * f.elem;
       KOLO_MPI_RETURN_IF_ERROR(MPI_Waitall(2, f.requests, MPI_STATUSES_IGNORE), "MPI_Waitall (across hosts)");
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_local(peer_blocks_[f.block].data(), block, mine, f.type, f.op),
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_local(peer_blocks_[f.block].data(), data, mine, f.type, f.op),
                                "MPI_Reduce_local (the other host's block)");
     }
     if (f.ticket != 0) {
       Status s = lane_.wait(f.ticket);
       if (!s.ok()) return s;
     }
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(block, mine, f.type, f.recv, f.counts.data(), f.displs.data(), f.type,
-                                            mpi_.local()),
-                             "MPI_Allgatherv (inside the host)");
-    return Status::OK();
+    return ring_allgather(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, f.count,
+                          static_cast<size_t>(f.elem), "allgather inside the host (ring)");
   }
 
   void abandon() override {
@@ -183,13 +190,15 @@ class HierarchicalReducer : public SegmentReducer {
 
  private:
   static constexpr int kDepth = 3;
+  static constexpr int kTag = 3;  // kolo's ring on the host's communicator
   enum class Mode { kInTurn, kPairwise, kLane };
   struct Flight {
-    void* recv = nullptr;
+    char* recv = nullptr;  // the segment, reduced in place
+    int count = 0;
+    int elem = 0;
     MPI_Datatype type = MPI_BYTE;
     MPI_Op op = MPI_SUM;
-    std::vector<int> counts, displs;
-    int block = 0;
+    int block = 0;  // kPairwise: which of peer_blocks_ receives the other host's block
     bool exchanging = false;  // kPairwise: the two requests below
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     uint64_t ticket = 0;  // kLane: the cross-host allreduce
@@ -197,7 +206,7 @@ class HierarchicalReducer : public SegmentReducer {
 
   const MpiContext& mpi_;
   Mode mode_ = Mode::kInTurn;
-  std::vector<char> blocks_[kDepth];
+  std::vector<char> scratch_;  // the ring's incoming block
   std::vector<char> peer_blocks_[kDepth];
   size_t next_block_ = 0;
   std::deque<Flight> flights_;

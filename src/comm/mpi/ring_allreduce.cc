@@ -8,12 +8,6 @@
 namespace kolo {
 namespace {
 
-// Block i of n: counts differ by at most one element, so any count works (blocks may be empty).
-int64_t block_count(int64_t count, int size, int i) { return count / size + (i < count % size ? 1 : 0); }
-int64_t block_start(int64_t count, int size, int i) {
-  return i * (count / size) + (i < count % size ? i : count % size);
-}
-
 // Sends `out_bytes` at `out` to `right` while receiving `in_bytes` from `left` into `in`.
 Status shift(MPI_Comm comm, int left, int right, int tag, const char* out, size_t out_bytes, char* in,
              size_t in_bytes, const char* what) {
@@ -25,40 +19,69 @@ Status shift(MPI_Comm comm, int left, int right, int tag, const char* out, size_
   return mpi_wait(&sent, what, WaitPace::kTransfer);
 }
 
+// Block i of `data`.
+struct Blocks {
+  char* data;
+  int64_t count;
+  size_t elem_bytes;
+  int size;
+  char* at(int i) const { return data + static_cast<size_t>(ring_block_start(count, size, i)) * elem_bytes; }
+  size_t bytes(int i) const { return static_cast<size_t>(ring_block_count(count, size, i)) * elem_bytes; }
+  int wrap(int i) const { return ((i % size) + size) % size; }
+};
+
 }  // namespace
 
-size_t ring_scratch_bytes(int64_t count, size_t elem_bytes, int size) {
-  return static_cast<size_t>(block_count(count, size, 0)) * elem_bytes;
+// Counts differ by at most one element, so any count works (blocks may be empty).
+int64_t ring_block_count(int64_t count, int size, int i) { return count / size + (i < count % size ? 1 : 0); }
+int64_t ring_block_start(int64_t count, int size, int i) {
+  return i * (count / size) + (i < count % size ? i : count % size);
 }
 
-Status ring_allreduce(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch, int64_t count,
-                      size_t elem_bytes, const CombineBytes& combine, const char* what) {
+size_t ring_scratch_bytes(int64_t count, size_t elem_bytes, int size) {
+  return static_cast<size_t>(ring_block_count(count, size, 0)) * elem_bytes;
+}
+
+Status ring_reduce_scatter(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch, int64_t count,
+                           size_t elem_bytes, const CombineBytes& combine, const char* what) {
   if (size == 1) return Status::OK();
   if (ring_scratch_bytes(count, elem_bytes, size) > static_cast<size_t>(INT_MAX)) {
     return Status::Internal(std::string(what) + ": block too large");
   }
-  const int right = (rank + 1) % size;
-  const int left = (rank + size - 1) % size;
-  auto block = [&](int i) { return data + static_cast<size_t>(block_start(count, size, i)) * elem_bytes; };
-  auto bytes = [&](int i) { return static_cast<size_t>(block_count(count, size, i)) * elem_bytes; };
-  // Reduce-scatter: at step s this rank passes on block rank-s (its own, then what it has combined)
-  // and combines block rank-s-1 from the left into its own copy; after n-1 steps it holds block
-  // rank+1 reduced over every rank.
+  const Blocks b{data, count, elem_bytes, size};
+  // Block i starts at rank i+1 and goes round, each rank combining its own into it, to end at rank i:
+  // at step s this rank passes on block rank-1-s and combines block rank-2-s from the left into its copy.
   for (int s = 0; s < size - 1; ++s) {
-    const int out = ((rank - s) % size + size) % size;
-    const int in = ((rank - s - 1) % size + size) % size;
-    Status st = shift(comm, left, right, tag, block(out), bytes(out), scratch, bytes(in), what);
+    const int out = b.wrap(rank - 1 - s);
+    const int in = b.wrap(rank - 2 - s);
+    Status st = shift(comm, b.wrap(rank - 1), b.wrap(rank + 1), tag, b.at(out), b.bytes(out), scratch, b.bytes(in),
+                      what);
     if (!st.ok()) return st;
-    combine(scratch, block(in), bytes(in));
+    combine(scratch, b.at(in), b.bytes(in));
   }
-  // Allgather: the reduced blocks travel round the ring, straight into place.
+  return Status::OK();
+}
+
+Status ring_allgather(MPI_Comm comm, int rank, int size, int tag, char* data, int64_t count, size_t elem_bytes,
+                      const char* what) {
+  if (size == 1) return Status::OK();
+  const Blocks b{data, count, elem_bytes, size};
+  // The blocks travel round the ring, straight into place: at step s this rank passes on block rank-s.
   for (int s = 0; s < size - 1; ++s) {
-    const int out = ((rank + 1 - s) % size + size) % size;
-    const int in = ((rank - s) % size + size) % size;
-    Status st = shift(comm, left, right, tag, block(out), bytes(out), block(in), bytes(in), what);
+    const int out = b.wrap(rank - s);
+    const int in = b.wrap(rank - 1 - s);
+    Status st = shift(comm, b.wrap(rank - 1), b.wrap(rank + 1), tag, b.at(out), b.bytes(out), b.at(in), b.bytes(in),
+                      what);
     if (!st.ok()) return st;
   }
   return Status::OK();
+}
+
+Status ring_allreduce(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch, int64_t count,
+                      size_t elem_bytes, const CombineBytes& combine, const char* what) {
+  Status s = ring_reduce_scatter(comm, rank, size, tag, data, scratch, count, elem_bytes, combine, what);
+  if (!s.ok()) return s;
+  return ring_allgather(comm, rank, size, tag, data, count, elem_bytes, what);
 }
 
 }  // namespace kolo

@@ -4,9 +4,9 @@
 // full speed. When training fills every core (CPU training overlapping backward), the peer's engine
 // is late because backward holds its core, and the spinning rank takes half of its own core from its
 // backward in turn. Here every wait gives its core away meanwhile (WaitPace::kTransfer): on 2 ranks on
-// 2 cores with backward running, ResNet-50's gradients cost 28 ms beyond the local step instead of
-// 40-43 ms, and as fast as MPI_Allreduce with the cores free (README, PyTorch). Every wait also gives
-// up on a lost peer.
+// 2 cores with backward running, ResNet-50's gradients cost 28-34 ms beyond the local step instead of
+// 40-43 ms, and as fast as MPI_Allreduce with the cores free (README, PyTorch). Its two halves are the
+// hierarchical allreduce's steps inside each host. Every wait also gives up on a lost peer.
 #pragma once
 
 #include <mpi.h>
@@ -19,13 +19,27 @@
 
 namespace kolo {
 
-// The scratch ring_allreduce needs: its largest block.
+// `data` is `count` elements of `elem_bytes`, the same count on every rank, cut into `size` blocks
+// whose counts differ by at most one element, the larger first (block i is rank i's). Each uses `tag`
+// on `comm`, which nothing else may receive on meanwhile.
+
+// Block i's element count, and its first element.
+int64_t ring_block_count(int64_t count, int size, int i);
+int64_t ring_block_start(int64_t count, int size, int i);
+
+// The scratch ring_reduce_scatter and ring_allreduce need: the largest block.
 size_t ring_scratch_bytes(int64_t count, size_t elem_bytes, int size);
 
-// Reduces `data` (`count` elements of `elem_bytes`, the same on every rank) over `comm` in place.
-// Each block is reduced once, on one rank, in a fixed order, and copied to the others, so every rank
-// ends with the same bytes whether or not the reduction commutes to the bit. Uses `tag` on `comm`,
-// which nothing else may receive on meanwhile.
+// Afterwards block `rank` of `data` holds the reduction over every rank; the other blocks hold partial
+// results. Each block is reduced once, on one rank, in a fixed order.
+Status ring_reduce_scatter(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch, int64_t count,
+                           size_t elem_bytes, const CombineBytes& combine, const char* what);
+
+// Block i of `data` from rank i to every rank.
+Status ring_allgather(MPI_Comm comm, int rank, int size, int tag, char* data, int64_t count, size_t elem_bytes,
+                      const char* what);
+
+// The two above: every rank ends with the same bytes, whether or not the reduction commutes to the bit.
 Status ring_allreduce(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch, int64_t count,
                       size_t elem_bytes, const CombineBytes& combine, const char* what);
 
