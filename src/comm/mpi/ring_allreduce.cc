@@ -3,21 +3,10 @@
 #include <climits>
 #include <string>
 
-#include "comm/mpi/mpi_status.h"
+#include "comm/mpi/point_to_point.h"
 
 namespace kolo {
 namespace {
-
-// Sends `out_bytes` at `out` to `right` while receiving `in_bytes` from `left` into `in`.
-Status shift(MPI_Comm comm, int left, int right, int tag, const char* out, size_t out_bytes, char* in,
-             size_t in_bytes, const char* what) {
-  MPI_Request recv = MPI_REQUEST_NULL, sent = MPI_REQUEST_NULL;
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Irecv(in, static_cast<int>(in_bytes), MPI_BYTE, left, tag, comm, &recv), what);
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Isend(out, static_cast<int>(out_bytes), MPI_BYTE, right, tag, comm, &sent), what);
-  Status s = mpi_wait(&recv, what, WaitPace::kTransfer);
-  if (!s.ok()) return s;
-  return mpi_wait(&sent, what, WaitPace::kTransfer);
-}
 
 // Block i of `data`.
 struct Blocks {
@@ -54,8 +43,8 @@ Status ring_reduce_scatter(MPI_Comm comm, int rank, int size, int tag, char* dat
   for (int s = 0; s < size - 1; ++s) {
     const int out = b.wrap(rank - 1 - s);
     const int in = b.wrap(rank - 2 - s);
-    Status st = shift(comm, b.wrap(rank - 1), b.wrap(rank + 1), tag, b.at(out), b.bytes(out), scratch, b.bytes(in),
-                      what);
+    Status st = send_receive_bytes(comm, b.wrap(rank - 1), b.wrap(rank + 1), tag, b.at(out), b.bytes(out), scratch,
+                                   b.bytes(in), what, WaitPace::kTransfer);
     if (!st.ok()) return st;
     combine(scratch, b.at(in), b.bytes(in));
   }
@@ -70,8 +59,8 @@ Status ring_allgather(MPI_Comm comm, int rank, int size, int tag, char* data, in
   for (int s = 0; s < size - 1; ++s) {
     const int out = b.wrap(rank - s);
     const int in = b.wrap(rank - 1 - s);
-    Status st = shift(comm, b.wrap(rank - 1), b.wrap(rank + 1), tag, b.at(out), b.bytes(out), b.at(in), b.bytes(in),
-                      what);
+    Status st = send_receive_bytes(comm, b.wrap(rank - 1), b.wrap(rank + 1), tag, b.at(out), b.bytes(out), b.at(in),
+                                   b.bytes(in), what, WaitPace::kTransfer);
     if (!st.ok()) return st;
   }
   return Status::OK();
