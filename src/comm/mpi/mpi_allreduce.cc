@@ -128,8 +128,10 @@ class HierarchicalReducer : public SegmentReducer {
                                     static_cast<size_t>(elem), combine_with(type, op),
                                     "reduce-scatter inside the host (ring)");
     if (!rs.ok()) return rs;
-    const int mine = static_cast<int>(ring_block_count(count, t.local_size, t.local_rank));
-    char* data = f.recv + ring_block_start(count, t.local_size, t.local_rank) * elem;
+    f.mine = static_cast<int>(ring_block_count(count, t.local_size, t.local_rank));
+    f.data = f.recv + ring_block_start(count, t.local_size, t.local_rank) * elem;
+    const int mine = f.mine;
+    char* data = f.data;
     f.block = next_block_++ % kDepth;
     const MPI_Comm cross = mpi_.cross();
     if (mode_ == Mode::kPairwise) {
@@ -159,10 +161,8 @@ class HierarchicalReducer : public SegmentReducer {
     flights_.pop_front();
     const Topology& t = mpi_.topology();
     if (f.exchanging) {
-      const int mine = static_cast<int>(ring_block_count(f.count, t.local_size, t.local_rank));
-      char* data = f.recv + ring_block_start(f.count, t.local_size, t.local_rank) * f.elem;
       KOLO_MPI_RETURN_IF_ERROR(MPI_Waitall(2, f.requests, MPI_STATUSES_IGNORE), "MPI_Waitall (across hosts)");
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_local(peer_blocks_[f.block].data(), data, mine, f.type, f.op),
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_local(peer_blocks_[f.block].data(), f.data, f.mine, f.type, f.op),
                                "MPI_Reduce_local (the other host's block)");
     }
     if (f.ticket != 0) {
@@ -198,6 +198,8 @@ class HierarchicalReducer : public SegmentReducer {
     int elem = 0;
     MPI_Datatype type = MPI_BYTE;
     MPI_Op op = MPI_SUM;
+    char* data = nullptr;  // this rank's block of the segment, the one that crosses between hosts
+    int mine = 0;          // its element count
     int block = 0;  // kPairwise: which of peer_blocks_ receives the other host's block
     bool exchanging = false;  // kPairwise: the two requests below
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
