@@ -244,12 +244,14 @@ TEST(Allreduce, ManyInFlightSmallFusionBufferAndZeroCopy) {
 
 // On one host the hierarchical path still runs its composition: reduce-scatter among all local
 // ranks (blocks of uneven size, some empty when there are fewer elements than ranks), a one-rank
-// cross-host step, allgather. The emulated cluster runs it across hosts (tests/cluster).
+// cross-host step, allgather. The emulated cluster runs it across hosts (tests/cluster). Calls of at
+// most 64 KiB go flat even so; 69633 elements (17 segments of 4096 bytes and one of a single element,
+// in every dtype) take the hierarchical path, its last segment with empty blocks.
 TEST(Allreduce, HierarchicalEveryDtypeAndOddSizes) {
   ScopedSettings s(Settings{{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}, {"KOLO_SEGMENT_BYTES", "4096"}});
   for (DataType dtype : testing::all_dtypes()) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
-      for (size_t n : {size_t{1}, size_t{3}, size_t{1001}, size_t{5000}}) {
+      for (size_t n : {size_t{1}, size_t{3}, size_t{1001}, size_t{5000}, size_t{69633}}) {
         Buffer in = input_for(dtype, n, op);
         Buffer out(dtype, {static_cast<int64_t>(n)});
         AllreduceOptions o;

@@ -162,8 +162,17 @@ class HierarchicalReducer : public SegmentReducer {
     const Topology& t = mpi_.topology();
     if (f.exchanging) {
       KOLO_MPI_RETURN_IF_ERROR(MPI_Waitall(2, f.requests, MPI_STATUSES_IGNORE), "MPI_Waitall (across hosts)");
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_local(peer_blocks_[f.block].data(), f.data, f.mine, f.type, f.op),
-                               "MPI_Reduce_local (the other host's block)");
+      // Both hosts compute host 0's block combined with host 1's, operands in that order, so that every
+      // rank gets the same bits even where an op is not symmetric in them (which NaN's payload survives).
+      char* theirs = peer_blocks_[f.block].data();
+      const size_t bytes = static_cast<size_t>(f.mine) * static_cast<size_t>(f.elem);
+      const CombineBytes combine = combine_with(f.type, f.op);
+      if (t.cross_rank == 0) {
+        combine(f.data, theirs, bytes);
+        std::memcpy(f.data, theirs, bytes);
+      } else {
+        combine(theirs, f.data, bytes);
+      }
     }
     if (f.ticket != 0) {
       Status s = lane_.wait(f.ticket);
@@ -219,17 +228,18 @@ class MpiAllreduce : public Collective {
  public:
   MpiAllreduce(const MpiContext& mpi, const CollectiveTuning& tuning, bool hierarchical)
       : mpi_(mpi), tuning_(tuning), hierarchical_(hierarchical) {
-    if (hierarchical) {
-      reducer_ = std::make_unique<HierarchicalReducer>(mpi);
-    } else {
-      reducer_ = std::make_unique<FlatReducer>(mpi.data(), /*ring=*/mpi.topology().cross_size == 1);
-    }
+    flat_ = std::make_unique<FlatReducer>(mpi.data(), /*ring=*/mpi.topology().cross_size == 1);
+    if (hierarchical) hierarchical_reducer_ = std::make_unique<HierarchicalReducer>(mpi);
+  }
+
+  // Even where allreduce is hierarchical, a call of at most this many bytes goes flat, by recursive
+  // doubling: three stages (inside, across, inside) would cost three latencies for no bandwidth gained.
+  SegmentReducer& reducer_for(int64_t bytes) {
+    return hierarchical_reducer_ != nullptr && bytes > FlatReducer::kSmallBytes ? *hierarchical_reducer_ : *flat_;
   }
 
   // Compression only narrows what travels; each segment is at most `bytes`.
-  bool gives_up_on_lost_peer(int64_t bytes) const override {
-    return !hierarchical_ && bytes <= FlatReducer::kSmallBytes;
-  }
+  bool gives_up_on_lost_peer(int64_t bytes) const override { return bytes <= FlatReducer::kSmallBytes; }
 
   const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }
 
@@ -255,9 +265,12 @@ class MpiAllreduce : public Collective {
     for (const Piece& p : call.pieces) member_bytes.push_back(p.bytes / elem * wire_elem);
     const SegmentPlan plan =
         plan_segments(member_bytes, wire_elem, tuning_.segment_bytes, tuning_.zero_copy_bytes, wire == dtype);
+    int64_t total_bytes = 0;
+    for (int64_t b : member_bytes) total_bytes += b;
+    SegmentReducer& reducer = reducer_for(total_bytes);
     // A packed segment keeps its slot of the staging buffer from its pack to its unpack: one slot per
     // segment in flight.
-    const int depth = reducer_->depth();
+    const int depth = reducer.depth();
     if (staging_.size() < static_cast<size_t>(plan.staging_bytes * depth)) staging_.resize(plan.staging_bytes * depth);
 
     const MPI_Datatype type = mpi_.datatype(wire);
@@ -279,7 +292,7 @@ class MpiAllreduce : public Collective {
     auto finish_oldest = [&]() -> Status {
       const Started st = started.front();
       started.pop_front();
-      Status fs = reducer_->finish_oldest();
+      Status fs = reducer.finish_oldest();
       if (!fs.ok()) return fs;
       const Segment& seg = *st.seg;
       const int count = static_cast<int>(seg.bytes / wire_elem);
@@ -335,7 +348,7 @@ class MpiAllreduce : public Collective {
         }
         st.reducing = timed ? steady_seconds() : 0;
         started.push_back(st);
-        Status rs = reducer_->start(send, recv, count, type, op);
+        Status rs = reducer.start(send, recv, count, type, op);
         if (!rs.ok()) return rs;
       }
       while (!started.empty()) {
@@ -345,7 +358,7 @@ class MpiAllreduce : public Collective {
       return Status::OK();
     };
     s = run_segments();
-    if (!s.ok()) reducer_->abandon();
+    if (!s.ok()) reducer.abandon();
     return s;
   }
 
@@ -353,7 +366,8 @@ class MpiAllreduce : public Collective {
   const MpiContext& mpi_;
   CollectiveTuning tuning_;  // its segment and zero-copy sizes
   const bool hierarchical_;
-  std::unique_ptr<SegmentReducer> reducer_;
+  std::unique_ptr<SegmentReducer> flat_;
+  std::unique_ptr<SegmentReducer> hierarchical_reducer_;  // only where hierarchical
   std::vector<char> staging_;  // the fusion buffer: a slot for each packed segment in flight
 };
 
