@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     bool uses_kolo;
   };
   const std::vector<Mode> modes = {
-      {"kolo, flat", {}, kolo_step, true},
+      {"kolo, flat", {{"KOLO_HIERARCHICAL_ALLREDUCE", "0"}}, kolo_step, true},
       {"kolo, hierarchical", {{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}}, kolo_step, true},
       {"MPI_Allreduce, one call", {}, mpi_step, false},
   };

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     std::function<void()> step;
     bool uses_kolo;
   };
-  std::vector<Mode> modes = {{"kolo, flat", {}, kolo_step, true}};
+  std::vector<Mode> modes = {{"kolo, flat", {{"KOLO_HIERARCHICAL_ALLREDUCE", "0"}}, kolo_step, true}};
   if (size > 1) modes.push_back({"kolo, hierarchical", {{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}}, kolo_step, true});
   modes.push_back({"MPI_Allreduce after backward", {}, mpi_step, false});
 

@@ -58,6 +58,7 @@ const SettingFlag kSettingFlags[] = {
     {"--stall-check-shutdown-time-seconds", "KOLO_STALL_SHUTDOWN_SECONDS", SettingFlag::kNumber},
     {"--no-stall-check", "KOLO_STALL_CHECK_SECONDS", SettingFlag::kFixed, 1.0, "0"},
     {"--hierarchical-allreduce", "KOLO_HIERARCHICAL_ALLREDUCE", SettingFlag::kFixed, 1.0, "1"},
+    {"--no-hierarchical-allreduce", "KOLO_HIERARCHICAL_ALLREDUCE", SettingFlag::kFixed, 1.0, "0"},
     {"--hierarchical-allgather", "KOLO_HIERARCHICAL_ALLGATHER", SettingFlag::kFixed, 1.0, "1"},
     {"--autotune", "KOLO_AUTOTUNE", SettingFlag::kFixed, 1.0, "1"},
     {"--autotune-log-file", "KOLO_AUTOTUNE_LOG", SettingFlag::kText},
@@ -99,7 +100,9 @@ const char* usage() {
          "  --fusion-threshold-mb N           KOLO_FUSION_THRESHOLD_BYTES, in MiB (0: no fusion)\n"
          "  --cycle-time-ms N                 KOLO_CYCLE_TIME_MS\n"
          "  --cache-capacity N                KOLO_CACHE_CAPACITY (0: no response cache)\n"
-         "  --hierarchical-allreduce          KOLO_HIERARCHICAL_ALLREDUCE=1\n"
+         "  --hierarchical-allreduce          KOLO_HIERARCHICAL_ALLREDUCE=1 (the default across hosts\n"
+         "                                    with as many ranks, more than one, on each)\n"
+         "  --no-hierarchical-allreduce       KOLO_HIERARCHICAL_ALLREDUCE=0: flat\n"
          "  --hierarchical-allgather          KOLO_HIERARCHICAL_ALLGATHER=1\n"
          "  --autotune                        KOLO_AUTOTUNE=1\n"
          "  --autotune-log-file FILE          KOLO_AUTOTUNE_LOG\n"

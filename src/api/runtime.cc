@@ -126,7 +126,7 @@ Status Runtime::init(const Settings& overrides) {
 std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, const MpiContext& mpi,
                                                              std::shared_ptr<DeviceContext>* device) {
   const Topology& topo = mpi.topology();
-  resolve_layout_defaults(topo.cross_size > 1, config);
+  resolve_layout_defaults(topo, config);
   const CollectiveTuning tuning{config->segment_bytes, config->zero_copy_bytes};
   auto registry = std::make_unique<CollectiveRegistry>();
   // Hierarchical allreduce splits each host's share into one block per local rank, so every host
@@ -150,7 +150,12 @@ std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, con
   registry->add(make_mpi_alltoall(mpi));
   registry->add(make_mpi_reducescatter(mpi));
   registry->add(make_negotiated_barrier());
-  add_device_collectives(*config, hierarchical_allreduce, mpi, registry.get(), device);
+  // GPU tensors go hierarchical only when asked (or while KOLO_AUTOTUNE tries it): NCCL's own rings and
+  // trees already follow the hosts' topology, and kolo's hierarchical GPU path has not been measured
+  // against them across hosts.
+  const bool device_hierarchical =
+      hierarchical_allreduce && (config->autotune.fixed_hierarchical || Autotuner::tunes_hierarchy(*config, topo));
+  add_device_collectives(*config, device_hierarchical, mpi, registry.get(), device);
   return registry;
 }
 

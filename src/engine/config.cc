@@ -54,14 +54,17 @@ const std::vector<SettingInfo>& known_settings() {
        "other rank fails its ops naming it and its host, and the job ends; 0 turns the watch off."},
       {"KOLO_LOG_LEVEL", "warning", "trace, debug, info, warning or error."},
       {"KOLO_SEGMENT_BYTES", "auto",
-       "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache), 32 MiB "
-       "when the job spans hosts (fewer network round trips); 0 runs each fused buffer as one MPI call."},
+       "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache) and for "
+       "hierarchical allreduce across hosts (its stages pipeline), 32 MiB for flat allreduce across hosts "
+       "(fewer network round trips); 0 runs each fused buffer as one MPI call."},
       {"KOLO_ZERO_COPY_BYTES", "auto",
        "CPU allreduce reduces a tensor of at least this size where it lies instead of copying it "
        "through the fusion buffer: 256 KiB on one host, 8 MiB across hosts; 0 copies every fused tensor."},
-      {"KOLO_HIERARCHICAL_ALLREDUCE", "0",
+      {"KOLO_HIERARCHICAL_ALLREDUCE", "auto",
        "1: allreduce inside each host first (reduce-scatter), then across hosts among ranks of the same "
-       "local rank, then inside each host again (allgather). Needs the same number of ranks on every host."},
+       "local rank, then inside each host again (allgather). Needs the same number of ranks on every host. "
+       "auto: on for CPU tensors when the job spans hosts with as many ranks, more than one, on each (where "
+       "it was measured faster than flat at every link rate); GPU tensors flat. 0: flat."},
       {"KOLO_HIERARCHICAL_ALLGATHER", "0",
        "1: allgather inside each host, then across hosts among each host's first rank, then a broadcast "
        "inside each host."},
@@ -237,8 +240,15 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
   return Status::OK();
 }
 
-void resolve_layout_defaults(bool spans_hosts, Config* config) {
-  if (config->segment_bytes == Config::kAuto) config->segment_bytes = spans_hosts ? 32ll << 20 : 4ll << 20;
+void resolve_layout_defaults(const Topology& topology, Config* config) {
+  const bool spans_hosts = topology.cross_size > 1;
+  // Unless given, hierarchical where it pays: each byte crosses between hosts once per host instead of
+  // once per rank (README, "Across hosts").
+  if (!config->autotune.fixed_hierarchical) {
+    config->hierarchical_allreduce = spans_hosts && topology.homogeneous && topology.local_size > 1;
+  }
+  const bool flat_across_hosts = spans_hosts && !(config->hierarchical_allreduce && topology.homogeneous);
+  if (config->segment_bytes == Config::kAuto) config->segment_bytes = flat_across_hosts ? 32ll << 20 : 4ll << 20;
   if (config->zero_copy_bytes == Config::kAuto) config->zero_copy_bytes = spans_hosts ? 8ll << 20 : 256ll << 10;
 }
 

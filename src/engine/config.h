@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/topology.h"
 #include "common/logging.h"
 #include "kolo/types.h"
 
@@ -35,6 +36,7 @@ struct Config {
   static constexpr int64_t kAuto = -1;
   int64_t segment_bytes = kAuto;
   int64_t zero_copy_bytes = kAuto;
+  // Unless given (autotune.fixed_hierarchical), chosen by the job's layout (resolve_layout_defaults).
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
   // Nice value of kolo's thread (and the threads it starts): above 0, training threads that fill
@@ -72,9 +74,11 @@ using SettingLookup = std::function<const char*(const std::string& name)>;
 Status parse_config(const SettingLookup& lookup, Config* config);
 
 // Fills in the settings left to the job's layout. On one host, small pieces win: 4 MiB segments
-// stay in cache and tensors from 256 KiB are reduced where they lie. Across hosts each MPI call
-// costs network round trips, so fewer, larger ones win: 32 MiB segments, zero copy from 8 MiB.
-void resolve_layout_defaults(bool spans_hosts, Config* config);
+// stay in cache and tensors from 256 KiB are reduced where they lie. Across hosts with as many ranks
+// (more than one) on each, allreduce goes hierarchical, whose pipelined stages also favour 4 MiB
+// segments; flat across hosts, each MPI call costs network round trips, so fewer, larger ones win:
+// 32 MiB segments. Across hosts zero copy starts at 8 MiB.
+void resolve_layout_defaults(const Topology& topology, Config* config);
 
 // Reads the process environment, with `overrides` taking precedence. KOLO_* names that kolo does not
 // know (typos, most likely) are returned in `unknown_names` for the caller to warn about.

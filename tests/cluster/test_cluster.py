@@ -51,13 +51,26 @@ def on_cluster(shell_command, timeout=300, env=None, hosts=2):
 
 def test_every_collective_is_exact_across_hosts_flat_and_hierarchical():
     # The whole MPI suite, on 2 hosts: topology (local and cross ranks), every op and dtype, the
-    # hierarchical allreduce and allgather (now crossing hosts for real) against the flat results.
+    # hierarchical allreduce and allgather (now crossing hosts for real) against the exact results
+    # (allreduce goes hierarchical by default here: 2 hosts x 2 ranks; flat just below).
     # Left out: the two stress runs with 100- and 1000-byte segments. They exercise the engine's
     # bookkeeping, which mpi_np1..4 cover on one host; across hosts every tiny segment is a TCP round
     # trip, and they alone took 230 s of the suite's 265 s (near the timeout on a busy machine).
     stress = "Allreduce.ManyInFlightSmallSegmentsEverythingPacked:Allreduce.ManyInFlightSmallFusionBufferAndZeroCopy"
     job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 4 -H %s --map-by slot -x CLUSTER_HOST_COUNT=2 %s "
                      "--gtest_filter=-%s" % (HOSTS, BUILD / "tests" / "kolo_mpi_tests", stress),
+                     env=dict(os.environ, CLUSTER_HOST_COUNT="2"))
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
+
+
+def test_flat_allreduce_is_exact_across_hosts():
+    # KOLO_HIERARCHICAL_ALLREDUCE=0: the flat path (MPI_Allreduce across hosts), which the default
+    # leaves on this layout, through the allreduce suite.
+    stress = "Allreduce.ManyInFlightSmallSegmentsEverythingPacked:Allreduce.ManyInFlightSmallFusionBufferAndZeroCopy"
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 4 -H %s --map-by slot -x CLUSTER_HOST_COUNT=2 "
+                     "-x KOLO_HIERARCHICAL_ALLREDUCE=0 %s --gtest_filter=*Allreduce*-%s"
+                     % (HOSTS, BUILD / "tests" / "kolo_mpi_tests", stress),
                      env=dict(os.environ, CLUSTER_HOST_COUNT="2"))
     assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
     assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout

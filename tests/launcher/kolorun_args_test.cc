@@ -106,6 +106,10 @@ TEST(KolorunCommand, HorovodrunsAutotuneOptionsBecomeKoloVariables) {
             "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE=0.5");
 }
 
+TEST(KolorunCommand, NoHierarchicalAllreduceAsksForFlat) {
+  EXPECT_EQ(translate({"-np", "4", "--no-hierarchical-allreduce", "./t"}).env, "KOLO_HIERARCHICAL_ALLREDUCE=0");
+}
+
 TEST(KolorunCommand, ForwardsKoloNcclAndPathsFromTheEnvironment) {
   Translated t = translate({"-np", "1", "./t"},
                            machine(false, {"NCCL_DEBUG", "HOME", "KOLO_LOG_LEVEL", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH"}));

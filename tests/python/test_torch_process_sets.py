@@ -229,8 +229,10 @@ def test_a_set_across_hosts_is_hierarchical_inside_it(rank, size):
         if r in members:
             hosts[host] = hosts.get(host, 0) + 1
     # Hierarchical where asked for and the set is homogeneous (as many of its ranks on every host; on
-    # one host too, where the composition still runs).
-    hierarchical = os.environ.get("KOLO_HIERARCHICAL_ALLREDUCE") == "1" and len(set(hosts.values())) == 1
+    # one host too, where the composition still runs), or by default where such a set spans hosts.
+    homogeneous = len(set(hosts.values())) == 1
+    asked = os.environ.get("KOLO_HIERARCHICAL_ALLREDUCE")
+    hierarchical = homogeneous and (asked == "1" or (asked is None and len(hosts) > 1 and min(hosts.values()) > 1))
     path = "/tmp/kolo_ps_hier_%d_%%r.json" % size
     with registered(members) as (ps,):
         kolo.start_timeline(path)

@@ -70,20 +70,51 @@ TEST(Config, AutotuneReadsItsSettingsAndWhatWasFixed) {
   EXPECT_EQ(s.message(), "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE='0' is not valid: expected a number above 0, at most 10.");
 }
 
+Topology layout(int hosts, int ranks_per_host, bool homogeneous = true) {
+  Topology t;
+  t.rank = 0;
+  t.size = hosts * ranks_per_host;
+  t.local_rank = 0;
+  t.local_size = ranks_per_host;
+  t.cross_rank = 0;
+  t.cross_size = hosts;
+  t.homogeneous = homogeneous;
+  return t;
+}
+
 TEST(Config, LayoutDefaultsDependOnWhetherTheJobSpansHosts) {
-  Config one_host, hosts;
-  resolve_layout_defaults(false, &one_host);
+  Config one_host, hosts, one_per_host, uneven;
+  resolve_layout_defaults(layout(1, 4), &one_host);
+  EXPECT_FALSE(one_host.hierarchical_allreduce);
   EXPECT_EQ(one_host.segment_bytes, 4 << 20);
   EXPECT_EQ(one_host.zero_copy_bytes, 256 << 10);
-  resolve_layout_defaults(true, &hosts);
-  EXPECT_EQ(hosts.segment_bytes, 32 << 20);
+  // Across hosts with as many ranks, more than one, on each: hierarchical, in 4 MiB segments.
+  resolve_layout_defaults(layout(2, 2), &hosts);
+  EXPECT_TRUE(hosts.hierarchical_allreduce);
+  EXPECT_EQ(hosts.segment_bytes, 4 << 20);
   EXPECT_EQ(hosts.zero_copy_bytes, 8 << 20);
-  Config set;  // what the user set stays
-  set.segment_bytes = 0;
-  set.zero_copy_bytes = 1024;
-  resolve_layout_defaults(true, &set);
-  EXPECT_EQ(set.segment_bytes, 0);
+  // Flat across hosts: one rank a host (nothing to reduce inside it) or hosts of unequal ranks.
+  resolve_layout_defaults(layout(3, 1), &one_per_host);
+  EXPECT_FALSE(one_per_host.hierarchical_allreduce);
+  EXPECT_EQ(one_per_host.segment_bytes, 32 << 20);
+  EXPECT_EQ(one_per_host.zero_copy_bytes, 8 << 20);
+  resolve_layout_defaults(layout(2, 3, false), &uneven);
+  EXPECT_FALSE(uneven.hierarchical_allreduce);
+  EXPECT_EQ(uneven.segment_bytes, 32 << 20);
+}
+
+TEST(Config, LayoutDefaultsLeaveWhatTheUserSet) {
+  Config set;
+  ASSERT_TRUE(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "0"}, {"KOLO_ZERO_COPY_BYTES", "1024"}}, &set).ok());
+  resolve_layout_defaults(layout(2, 2), &set);
+  EXPECT_FALSE(set.hierarchical_allreduce);
+  EXPECT_EQ(set.segment_bytes, 32 << 20);  // flat across hosts
   EXPECT_EQ(set.zero_copy_bytes, 1024);
+  Config on_one_host;
+  ASSERT_TRUE(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "1"}, {"KOLO_SEGMENT_BYTES", "0"}}, &on_one_host).ok());
+  resolve_layout_defaults(layout(1, 2), &on_one_host);
+  EXPECT_TRUE(on_one_host.hierarchical_allreduce);
+  EXPECT_EQ(on_one_host.segment_bytes, 0);
 }
 
 TEST(Config, ReadsEveryValue) {
