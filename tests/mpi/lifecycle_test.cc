@@ -220,7 +220,9 @@ std::vector<int> nice_of_threads_named(const std::string& name) {
 }
 
 TEST(Threads, KolosThreadIsNamedAndTakesKoloThreadNice) {
+  // Each check before any rank goes on: a rank's shutdown() ends every rank's engine, and its thread.
   EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{0});
+  MPI_Barrier(MPI_COMM_WORLD);
   {
     ScopedSettings nice(Settings{{"KOLO_THREAD_NICE", "7"}});
     EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{7});
@@ -232,6 +234,7 @@ TEST(Threads, KolosThreadIsNamedAndTakesKoloThreadNice) {
   }
   // A new thread, from a thread at the default: back at 0.
   EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{0});
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(CApi, AllreduceAllgatherAndErrors) {
