@@ -265,6 +265,30 @@ TEST(Allreduce, HierarchicalEveryDtypeAndOddSizes) {
   many_in_flight(2);
 }
 
+// Across 2 hosts a block crosses in pieces of at most 256 KiB (mpi_allreduce.cc): 4 MiB segments of
+// 1,500,007 elements (6 MB in float32, 12 MB in float64) give blocks of several pieces and a ragged
+// last one, elements split between pieces where an element is 8 bytes and the piece boundary not.
+// Packed and reduced where they lie. On one host the same composition runs without the crossing.
+TEST(Allreduce, HierarchicalBlocksCrossInPieces) {
+  for (const char* zero_copy : {"0", "1"}) {
+    ScopedSettings s(Settings{{"KOLO_HIERARCHICAL_ALLREDUCE", "1"},
+                              {"KOLO_SEGMENT_BYTES", "4194304"},
+                              {"KOLO_ZERO_COPY_BYTES", zero_copy}});
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kInt8}) {
+      const size_t n = 1500007;
+      Buffer in = input_for(dtype, n, ReduceOp::kSum);
+      Buffer out(dtype, {static_cast<int64_t>(n)});
+      const std::string name = std::string("pieces.") + zero_copy + dtype_name(dtype);
+      AllreduceOptions o;
+      o.op = ReduceOp::kSum;
+      ASSERT_TRUE(allreduce(name, in.view(), out.view(), o).ok()) << name;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(out.get(i), expected_reduction(ReduceOp::kSum, i, size(), out)) << name << " " << i;
+      }
+    }
+  }
+}
+
 TEST(Allreduce, TensorLargerThanTheFusionBufferAndSegments) {
   ScopedSettings s(Settings{{"KOLO_FUSION_THRESHOLD_BYTES", "1024"}, {"KOLO_SEGMENT_BYTES", "4096"}});
   Buffer small = input_for(DataType::kFloat32, 10, ReduceOp::kAverage);
