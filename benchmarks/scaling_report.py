@@ -239,7 +239,7 @@ def write_markdown(args, measured, bound, fit, gpus, table, out):
     base = seconds(measured["1"][0], "kolo, flat")
     lines = ["# kolo scaling report", "",
              "Written by `%s`; figures from one run on this machine (%d cores)." % (
-                 "/usr/bin/python3 benchmarks/scaling_report.py " + " ".join(sys.argv[1:]), os.cpu_count()), "",
+                 " ".join(["/usr/bin/python3 benchmarks/scaling_report.py"] + sys.argv[1:]), os.cpu_count()), "",
              "## Measured: synthetic ResNet-50 step", "",
              "`benchmarks/synthetic_step`: ResNet-50's 161 gradients (102 MB fp32), %.0f ms of emulated compute per "
              "step (sleep: the CPUs carry only the traffic), batch %d per rank, median of %d steps. kolo reduces each "
