@@ -1,0 +1,120 @@
+#include "comm/mpi/hierarchical_reducer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/mpi/mpi_status.h"
+#include "comm/mpi/ring_allreduce.h"
+
+namespace kolo {
+
+HierarchicalReducer::HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {
+  const int hosts = mpi.topology().cross_size;
+  int level = 0;
+  MPI_Query_thread(&level);
+  mode_ = hosts == 2 ? Mode::kPairwise : hosts > 2 && level == MPI_THREAD_MULTIPLE ? Mode::kLane : Mode::kInTurn;
+}
+
+Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) {
+  const Topology& t = mpi_.topology();
+  int elem = 0;
+  MPI_Type_size(type, &elem);
+  Flight f;
+  f.recv = static_cast<char*>(recv);
+  f.count = count;
+  f.elem = elem;
+  f.type = type;
+  f.op = op;
+  // Inside the host by kolo's ring, in place (ring_allreduce.h): this rank's block is reduced over
+  // the host where it lies in `recv`, the others are left to the allgather.
+  const int64_t bytes = static_cast<int64_t>(count) * elem;
+  if (send != MPI_IN_PLACE) std::memcpy(recv, send, static_cast<size_t>(bytes));
+  const size_t scratch = ring_scratch_bytes(count, static_cast<size_t>(elem), t.local_size);
+  if (scratch_.size() < scratch) scratch_.resize(scratch);
+  Status rs = ring_reduce_scatter(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, scratch_.data(), count,
+                                  static_cast<size_t>(elem), combine_with(type, op),
+                                  "reduce-scatter inside the host (ring)");
+  if (!rs.ok()) return rs;
+  f.mine = static_cast<int>(ring_block_count(count, t.local_size, t.local_rank));
+  f.data = f.recv + ring_block_start(count, t.local_size, t.local_rank) * elem;
+  const int mine = f.mine;
+  char* data = f.data;
+  f.block = next_block_++ % kDepth;
+  const MPI_Comm cross = mpi_.cross();
+  if (mode_ == Mode::kPairwise) {
+    std::vector<char>& theirs = peer_blocks_[f.block];
+    const size_t bytes = static_cast<size_t>(mine) * static_cast<size_t>(elem);
+    theirs.resize(bytes + 1);
+    const int peer = 1 - t.cross_rank;
+    // In flight before anything is posted, so that abandon() finds whatever was.
+    flights_.push_back(std::move(f));
+    std::vector<MPI_Request>& requests = flights_.back().requests;
+    for (size_t at = 0; at < bytes; at += kCrossingMessageBytes) {
+      const int n = static_cast<int>(std::min(kCrossingMessageBytes, bytes - at));
+      requests.push_back(MPI_REQUEST_NULL);
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Irecv(theirs.data() + at, n, MPI_BYTE, peer, 0, cross, &requests.back()),
+                               "MPI_Irecv (across hosts)");
+      requests.push_back(MPI_REQUEST_NULL);
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Isend(data + at, n, MPI_BYTE, peer, 0, cross, &requests.back()),
+                               "MPI_Isend (across hosts)");
+    }
+    return Status::OK();
+  }
+  if (mode_ == Mode::kLane) {
+    f.ticket = lane_.submit([=] {
+      return mpi_status(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross), "MPI_Allreduce (across hosts)");
+    });
+  } else if (t.cross_size > 1) {
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross),
+                             "MPI_Allreduce (across hosts)");
+  }
+  flights_.push_back(std::move(f));
+  return mode_ == Mode::kInTurn ? finish_oldest() : Status::OK();
+}
+
+Status HierarchicalReducer::finish_oldest() {
+  if (flights_.empty()) return Status::OK();
+  // In turn (each wait progresses them all), yielding the core and giving up on a lost peer; in
+  // flight until then, so that abandon() finds what is left after an error.
+  for (MPI_Request& r : flights_.front().requests) {
+    Status s = mpi_wait(&r, "exchange across hosts", WaitPace::kTransfer);
+    if (!s.ok()) return s;
+  }
+  Flight f = std::move(flights_.front());
+  flights_.pop_front();
+  const Topology& t = mpi_.topology();
+  if (!f.requests.empty()) {
+    // Both hosts compute host 0's block combined with host 1's, operands in that order, so that every
+    // rank gets the same bits even where an op is not symmetric in them (which NaN's payload survives).
+    char* theirs = peer_blocks_[f.block].data();
+    const size_t bytes = static_cast<size_t>(f.mine) * static_cast<size_t>(f.elem);
+    const CombineBytes combine = combine_with(f.type, f.op);
+    if (t.cross_rank == 0) {
+      combine(f.data, theirs, bytes);
+      std::memcpy(f.data, theirs, bytes);
+    } else {
+      combine(theirs, f.data, bytes);
+    }
+  }
+  if (f.ticket != 0) {
+    Status s = lane_.wait(f.ticket);
+    if (!s.ok()) return s;
+  }
+  return ring_allgather(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, f.count,
+                        static_cast<size_t>(f.elem), "allgather inside the host (ring)");
+}
+
+void HierarchicalReducer::abandon() {
+  // Nothing may still write a block (or read it) once it is reused.
+  for (Flight& f : flights_) {
+    for (MPI_Request& r : f.requests) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    if (f.ticket != 0) lane_.wait(f.ticket);
+  }
+  flights_.clear();
+}
+
+}  // namespace kolo
