@@ -76,12 +76,16 @@ def test_flat_allreduce_is_exact_across_hosts():
     assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
 
 
-def test_hierarchical_allreduce_on_three_hosts_is_exact():
+@pytest.mark.parametrize("per_host,thread_level", [(1, "multiple"), (2, "multiple"), (1, "serialized")])
+def test_hierarchical_allreduce_on_three_hosts_is_exact(per_host, thread_level):
     # On 2 hosts (above) the cross-host stage of hierarchical allreduce is a pairwise exchange; on more,
-    # an MPI_Allreduce per segment on a thread of its own (src/comm/mpi/cross_host_lane.h), segments
-    # in flight: 3 hosts x 1 rank, every dtype and op, 4 KiB segments (many in flight).
-    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 3 -H \"$(echo $CLUSTER_HOSTS | sed \"s/,/:1,/g\"):1\" --map-by slot "
-                     "%s --gtest_filter=Allreduce.Hierarchical*" % (BUILD / "tests" / "kolo_mpi_tests"), hosts=3)
+    # kolo's ring over the hosts, per segment on a thread of its own (src/comm/mpi/cross_host_lane.h),
+    # segments in flight; where the application gave MPI_THREAD_SERIALIZED, on kolo's thread, one
+    # segment at a time. 3 hosts x 1 and x 2 ranks: every dtype and op, 4 KiB segments (many in flight,
+    # blocks of a few elements, some empty), and blocks of several 256 KiB pieces.
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np %d -H \"$(echo $CLUSTER_HOSTS | sed \"s/,/:%d,/g\"):%d\" "
+                     "--map-by slot -x TEST_MPI_THREAD_LEVEL=%s %s --gtest_filter=Allreduce.Hierarchical*"
+                     % (3 * per_host, per_host, per_host, thread_level, BUILD / "tests" / "kolo_mpi_tests"), hosts=3)
     assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
     assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
 

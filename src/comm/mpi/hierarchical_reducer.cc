@@ -12,7 +12,19 @@ HierarchicalReducer::HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {
   const int hosts = mpi.topology().cross_size;
   int level = 0;
   MPI_Query_thread(&level);
-  mode_ = hosts == 2 ? Mode::kPairwise : hosts > 2 && level == MPI_THREAD_MULTIPLE ? Mode::kLane : Mode::kInTurn;
+  if (hosts == 2) {
+    mode_ = Mode::kPairwise;
+  } else if (hosts > 2) {
+    mode_ = level == MPI_THREAD_MULTIPLE ? Mode::kRingOnLane : Mode::kRingInTurn;
+  }
+}
+
+Status HierarchicalReducer::cross_ring(char* data, int count, size_t elem, const CombineBytes& combine) {
+  const Topology& t = mpi_.topology();
+  const size_t scratch = ring_scratch_bytes(count, elem, t.cross_size);
+  if (cross_scratch_.size() < scratch) cross_scratch_.resize(scratch);
+  return ring_allreduce(mpi_.cross(), t.cross_rank, t.cross_size, kCrossTag, data, cross_scratch_.data(), count, elem,
+                        combine, "allreduce across hosts (ring)");
 }
 
 Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) {
@@ -40,8 +52,8 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
   const int mine = f.mine;
   char* data = f.data;
   f.block = next_block_++ % kDepth;
-  const MPI_Comm cross = mpi_.cross();
   if (mode_ == Mode::kPairwise) {
+    const MPI_Comm cross = mpi_.cross();
     std::vector<char>& theirs = peer_blocks_[f.block];
     const size_t bytes = static_cast<size_t>(mine) * static_cast<size_t>(elem);
     theirs.resize(bytes + 1);
@@ -52,24 +64,23 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
     for (size_t at = 0; at < bytes; at += kCrossingMessageBytes) {
       const int n = static_cast<int>(std::min(kCrossingMessageBytes, bytes - at));
       requests.push_back(MPI_REQUEST_NULL);
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Irecv(theirs.data() + at, n, MPI_BYTE, peer, 0, cross, &requests.back()),
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Irecv(theirs.data() + at, n, MPI_BYTE, peer, kCrossTag, cross, &requests.back()),
                                "MPI_Irecv (across hosts)");
       requests.push_back(MPI_REQUEST_NULL);
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Isend(data + at, n, MPI_BYTE, peer, 0, cross, &requests.back()),
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Isend(data + at, n, MPI_BYTE, peer, kCrossTag, cross, &requests.back()),
                                "MPI_Isend (across hosts)");
     }
     return Status::OK();
   }
-  if (mode_ == Mode::kLane) {
-    f.ticket = lane_.submit([=] {
-      return mpi_status(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross), "MPI_Allreduce (across hosts)");
-    });
-  } else if (t.cross_size > 1) {
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, data, mine, type, op, cross),
-                             "MPI_Allreduce (across hosts)");
+  const CombineBytes combine = combine_with(type, op);
+  if (mode_ == Mode::kRingOnLane) {
+    f.ticket = lane_.submit([=] { return cross_ring(data, mine, static_cast<size_t>(elem), combine); });
+  } else if (mode_ == Mode::kRingInTurn) {
+    Status s = cross_ring(data, mine, static_cast<size_t>(elem), combine);
+    if (!s.ok()) return s;
   }
   flights_.push_back(std::move(f));
-  return mode_ == Mode::kInTurn ? finish_oldest() : Status::OK();
+  return depth() == 1 ? finish_oldest() : Status::OK();
 }
 
 Status HierarchicalReducer::finish_oldest() {

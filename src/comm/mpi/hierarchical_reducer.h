@@ -23,13 +23,15 @@ namespace kolo {
 // ring in place (ring_allreduce.h), whose waits leave the core to the framework's threads. On 2 hosts
 // the crossing is a pairwise exchange of the blocks (nonblocking sends in pieces of at most
 // kCrossingMessageBytes, progressed by every MPI call of this thread), and both sides combine the two
-// blocks in one order, so that they get the same bits; on more, an MPI_Allreduce of each block on a
-// lane of its own (cross_host_lane.h). Measured in README, "Across hosts".
+// blocks in one order, so that they get the same bits. On more, kolo's ring over the hosts
+// (ring_allreduce.h: each host sends the least bytes, 2(H-1)/H of the block, and every host gets the
+// same bits), on a lane of its own (cross_host_lane.h) where MPI allows calls from several threads,
+// else on this thread, one segment at a time. Measured in README, "Across hosts".
 class HierarchicalReducer : public SegmentReducer {
  public:
   explicit HierarchicalReducer(const MpiContext& mpi);
 
-  int depth() const override { return mode_ == Mode::kInTurn ? 1 : kDepth; }
+  int depth() const override { return mode_ == Mode::kPairwise || mode_ == Mode::kRingOnLane ? kDepth : 1; }
   Status start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override;
   Status finish_oldest() override;
   void abandon() override;
@@ -43,7 +45,12 @@ class HierarchicalReducer : public SegmentReducer {
   // trace showed every rank with its exchange in flight 96-99% of the step either way.
   static constexpr size_t kCrossingMessageBytes = 256 << 10;
   static constexpr int kTag = 3;  // kolo's ring on the host's communicator
-  enum class Mode { kInTurn, kPairwise, kLane };
+  static constexpr int kCrossTag = 0;  // on the cross-host communicator
+  // How blocks cross between hosts: not at all (one host), a pairwise exchange (2 hosts), kolo's ring
+  // on the lane or on this thread (more).
+  enum class Mode { kNone, kPairwise, kRingOnLane, kRingInTurn };
+  // The ring across hosts on block `data` of `count` elements, in place.
+  Status cross_ring(char* data, int count, size_t elem, const CombineBytes& combine);
   struct Flight {
     char* recv = nullptr;  // the segment, reduced in place
     int count = 0;
@@ -54,12 +61,13 @@ class HierarchicalReducer : public SegmentReducer {
     int mine = 0;          // its element count
     int block = 0;  // kPairwise: which of peer_blocks_ receives the other host's block
     std::vector<MPI_Request> requests;  // kPairwise: the exchange's receives and sends, piece by piece
-    uint64_t ticket = 0;  // kLane: the cross-host allreduce
+    uint64_t ticket = 0;  // kRingOnLane: the ring across hosts
   };
 
   const MpiContext& mpi_;
-  Mode mode_ = Mode::kInTurn;
-  std::vector<char> scratch_;  // the ring's incoming block
+  Mode mode_ = Mode::kNone;
+  std::vector<char> scratch_;  // the ring's incoming block inside the host
+  std::vector<char> cross_scratch_;  // and across hosts (used by one thread at a time: the lane's, or this)
   std::vector<char> peer_blocks_[kDepth];
   size_t next_block_ = 0;
   std::deque<Flight> flights_;
