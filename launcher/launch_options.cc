@@ -101,7 +101,7 @@ const char* usage() {
          "  --cycle-time-ms N                 KOLO_CYCLE_TIME_MS\n"
          "  --cache-capacity N                KOLO_CACHE_CAPACITY (0: no response cache)\n"
          "  --hierarchical-allreduce          KOLO_HIERARCHICAL_ALLREDUCE=1 (the default across hosts\n"
-         "                                    with as many ranks, more than one, on each)\n"
+         "                                    with as many ranks on each)\n"
          "  --no-hierarchical-allreduce       KOLO_HIERARCHICAL_ALLREDUCE=0: flat\n"
          "  --hierarchical-allgather          KOLO_HIERARCHICAL_ALLGATHER=1\n"
          "  --autotune                        KOLO_AUTOTUNE=1\n"

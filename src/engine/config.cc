@@ -63,8 +63,8 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_HIERARCHICAL_ALLREDUCE", "auto",
        "1: allreduce inside each host first (reduce-scatter), then across hosts among ranks of the same "
        "local rank, then inside each host again (allgather). Needs the same number of ranks on every host. "
-       "auto: on for CPU tensors when the job spans hosts with as many ranks, more than one, on each (where "
-       "it was measured faster than flat at every link rate); GPU tensors flat. 0: flat."},
+       "auto: on for CPU tensors when the job spans hosts with as many ranks on each (where it was measured "
+       "faster than flat at every link rate, one rank a host too); GPU tensors flat. 0: flat."},
       {"KOLO_HIERARCHICAL_ALLGATHER", "0",
        "1: allgather inside each host, then across hosts among each host's first rank, then a broadcast "
        "inside each host."},
@@ -242,10 +242,11 @@ Status parse_config(const SettingLookup& lookup, Config* config) {
 
 void resolve_layout_defaults(const Topology& topology, Config* config) {
   const bool spans_hosts = topology.cross_size > 1;
-  // Unless given, hierarchical where it pays: each byte crosses between hosts once per host instead of
-  // once per rank (README, "Across hosts").
+  // Unless given, hierarchical wherever it can run: each byte crosses between hosts once per host
+  // instead of once per rank, and the crossing is kolo's own, pipelined (with one rank a host it is all
+  // there is, and still faster than MPI_Allreduce; README, "Across hosts").
   if (!config->autotune.fixed_hierarchical) {
-    config->hierarchical_allreduce = spans_hosts && topology.homogeneous && topology.local_size > 1;
+    config->hierarchical_allreduce = spans_hosts && topology.homogeneous;
   }
   const bool flat_across_hosts = spans_hosts && !(config->hierarchical_allreduce && topology.homogeneous);
   if (config->segment_bytes == Config::kAuto) config->segment_bytes = flat_across_hosts ? 32ll << 20 : 4ll << 20;

@@ -88,16 +88,17 @@ TEST(Config, LayoutDefaultsDependOnWhetherTheJobSpansHosts) {
   EXPECT_FALSE(one_host.hierarchical_allreduce);
   EXPECT_EQ(one_host.segment_bytes, 4 << 20);
   EXPECT_EQ(one_host.zero_copy_bytes, 256 << 10);
-  // Across hosts with as many ranks, more than one, on each: hierarchical, in 4 MiB segments.
+  // Across hosts with as many ranks on each: hierarchical, in 4 MiB segments; one rank a host too
+  // (nothing to reduce inside it, kolo's pipelined crossing all the same).
   resolve_layout_defaults(layout(2, 2), &hosts);
   EXPECT_TRUE(hosts.hierarchical_allreduce);
   EXPECT_EQ(hosts.segment_bytes, 4 << 20);
   EXPECT_EQ(hosts.zero_copy_bytes, 8 << 20);
-  // Flat across hosts: one rank a host (nothing to reduce inside it) or hosts of unequal ranks.
   resolve_layout_defaults(layout(3, 1), &one_per_host);
-  EXPECT_FALSE(one_per_host.hierarchical_allreduce);
-  EXPECT_EQ(one_per_host.segment_bytes, 32 << 20);
+  EXPECT_TRUE(one_per_host.hierarchical_allreduce);
+  EXPECT_EQ(one_per_host.segment_bytes, 4 << 20);
   EXPECT_EQ(one_per_host.zero_copy_bytes, 8 << 20);
+  // Flat across hosts of unequal ranks, which hierarchical cannot split alike.
   resolve_layout_defaults(layout(2, 3, false), &uneven);
   EXPECT_FALSE(uneven.hierarchical_allreduce);
   EXPECT_EQ(uneven.segment_bytes, 32 << 20);
