@@ -137,7 +137,7 @@ try:
     for step in range(100000):
         if step == 20 and kolo.rank() == 3:
             FATE
-        kolo.allreduce(torch.ones(1000), name='grad')
+        kolo.allreduce(torch.ones(ELEMENTS), name='grad')
         time.sleep(0.01)
 except kolo.KoloError as e:
     print('rank %d at %.1f: %s' % (kolo.rank(), time.time(), e), flush=True)
@@ -145,10 +145,11 @@ except kolo.KoloError as e:
 """
 
 
-def run_fault(tmp_path, fate, **env_vars):
-    """The job's result and how long it took to end; checks that it failed and that no rank outlived it."""
+def run_fault(tmp_path, fate, elements=1000, **env_vars):
+    """The job's result and how long it took to end; checks that it failed and that no rank outlived it.
+    Each step allreduces `elements` float32."""
     script = tmp_path / "train.py"
-    script.write_text(FAULT_TRAINING.replace("FATE", fate))
+    script.write_text(FAULT_TRAINING.replace("FATE", fate).replace("ELEMENTS", str(elements)))
     command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET %s %s %s"
                % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, script, tmp_path))
     start = time.monotonic()
@@ -169,12 +170,15 @@ def test_a_rank_killed_on_one_host_ends_the_job_on_every_host(tmp_path):
 
 
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
-def test_a_host_whose_link_goes_down_is_named_by_the_others_within_the_peer_timeout(tmp_path):
+@pytest.mark.parametrize("elements,delay", [(1000, 0), (25000000, 0.05)])
+def test_a_host_whose_link_goes_down_is_named_by_the_others_within_the_peer_timeout(tmp_path, elements, delay):
     # Rank 3 takes its host's link down for 10 s: both processes there live on, but nothing reaches
     # them and nothing leaves. MPI's TCP would wait out the outage; kolo's peer watch (3 s here) fails
-    # the ops on the first host naming a rank of the second, and the job ends.
-    job, elapsed = run_fault(tmp_path, "subprocess.Popen(['sh', '-c', 'ip link set eth0 down; sleep 10; ip link set eth0 up'])",
-                             KOLO_PEER_TIMEOUT_SECONDS="3")
+    # the ops on the first host naming a rank of the second, and the job ends. A small op goes flat;
+    # 100 MB go hierarchical, 25 segments whose blocks cross in pieces, the link going down 50 ms into
+    # the step.
+    fate = "subprocess.Popen(['sh', '-c', 'sleep %g; ip link set eth0 down; sleep 10; ip link set eth0 up'])" % delay
+    job, elapsed = run_fault(tmp_path, fate, elements, KOLO_PEER_TIMEOUT_SECONDS="3")
     assert elapsed < 120, "the job took %.0f s to end" % elapsed
     for r in (0, 1):
         assert re.search(r"rank %d at [\d.]+: tensor 'grad' did not run: kolo stopped on rank %d: rank [23] \(host "
