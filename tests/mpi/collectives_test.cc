@@ -265,7 +265,7 @@ TEST(Allreduce, HierarchicalEveryDtypeAndOddSizes) {
   many_in_flight(2);
 }
 
-// Across 2 hosts a block crosses in pieces of at most 256 KiB (mpi_allreduce.cc): 4 MiB segments of
+// Across 2 hosts a block crosses in pieces of at most 256 KiB (hierarchical_reducer.h): 4 MiB segments of
 // 1,500,007 elements (6 MB in float32, 12 MB in float64) give blocks of several pieces and a ragged
 // last one, elements split between pieces where an element is 8 bytes and the piece boundary not.
 // Packed and reduced where they lie. On one host the same composition runs without the crossing.

@@ -35,17 +35,14 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
   f.recv = static_cast<char*>(recv);
   f.count = count;
   f.elem = elem;
-  f.type = type;
-  f.op = op;
+  f.combine = combine_with(type, op);
   // Inside the host by kolo's ring, in place (ring_allreduce.h): this rank's block is reduced over
   // the host where it lies in `recv`, the others are left to the allgather.
-  const int64_t bytes = static_cast<int64_t>(count) * elem;
-  if (send != MPI_IN_PLACE) std::memcpy(recv, send, static_cast<size_t>(bytes));
+  if (send != MPI_IN_PLACE) std::memcpy(recv, send, static_cast<size_t>(count) * static_cast<size_t>(elem));
   const size_t scratch = ring_scratch_bytes(count, static_cast<size_t>(elem), t.local_size);
   if (scratch_.size() < scratch) scratch_.resize(scratch);
   Status rs = ring_reduce_scatter(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, scratch_.data(), count,
-                                  static_cast<size_t>(elem), combine_with(type, op),
-                                  "reduce-scatter inside the host (ring)");
+                                  static_cast<size_t>(elem), f.combine, "reduce-scatter inside the host (ring)");
   if (!rs.ok()) return rs;
   f.mine = static_cast<int>(ring_block_count(count, t.local_size, t.local_rank));
   f.data = f.recv + ring_block_start(count, t.local_size, t.local_rank) * elem;
@@ -72,11 +69,11 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
     }
     return Status::OK();
   }
-  const CombineBytes combine = combine_with(type, op);
   if (mode_ == Mode::kRingOnLane) {
-    f.ticket = lane_.submit([=] { return cross_ring(data, mine, static_cast<size_t>(elem), combine); });
+    f.ticket = lane_.submit(
+        [=, combine = f.combine] { return cross_ring(data, mine, static_cast<size_t>(elem), combine); });
   } else if (mode_ == Mode::kRingInTurn) {
-    Status s = cross_ring(data, mine, static_cast<size_t>(elem), combine);
+    Status s = cross_ring(data, mine, static_cast<size_t>(elem), f.combine);
     if (!s.ok()) return s;
   }
   flights_.push_back(std::move(f));
@@ -99,12 +96,11 @@ Status HierarchicalReducer::finish_oldest() {
     // rank gets the same bits even where an op is not symmetric in them (which NaN's payload survives).
     char* theirs = peer_blocks_[f.block].data();
     const size_t bytes = static_cast<size_t>(f.mine) * static_cast<size_t>(f.elem);
-    const CombineBytes combine = combine_with(f.type, f.op);
     if (t.cross_rank == 0) {
-      combine(f.data, theirs, bytes);
+      f.combine(f.data, theirs, bytes);
       std::memcpy(f.data, theirs, bytes);
     } else {
-      combine(theirs, f.data, bytes);
+      f.combine(theirs, f.data, bytes);
     }
   }
   if (f.ticket != 0) {

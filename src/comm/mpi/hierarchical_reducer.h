@@ -55,8 +55,7 @@ class HierarchicalReducer : public SegmentReducer {
     char* recv = nullptr;  // the segment, reduced in place
     int count = 0;
     int elem = 0;
-    MPI_Datatype type = MPI_BYTE;
-    MPI_Op op = MPI_SUM;
+    CombineBytes combine;  // the op, on this segment's dtype
     char* data = nullptr;  // this rank's block of the segment, the one that crosses between hosts
     int mine = 0;          // its element count
     int block = 0;  // kPairwise: which of peer_blocks_ receives the other host's block

@@ -1,7 +1,6 @@
 // Allreduce of CPU tensors, fused or alone, in cache-sized segments (comm/segment_plan.h). Each
 // segment is reduced flat (one MPI_Allreduce over every rank) or hierarchically (reduce-scatter
 // inside the host, allreduce across hosts, allgather inside the host).
-#include <cstring>
 #include <deque>
 #include <vector>
 
