@@ -1,6 +1,7 @@
 #include "common/this_thread.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +26,11 @@ Status set_this_thread_nice(int nice) {
     return Status::Internal(std::string("setpriority(") + std::to_string(nice) + ") failed: " + std::strerror(errno));
   }
   return Status::OK();
+}
+
+void tighten_this_thread_timers() {
+  constexpr unsigned long kSlackNanoseconds = 1000;
+  prctl(PR_SET_TIMERSLACK, kSlackNanoseconds, 0, 0, 0);
 }
 
 }  // namespace kolo

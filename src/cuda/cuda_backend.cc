@@ -47,6 +47,11 @@ class CudaBackend : public DeviceBackend {
     return cuda_status(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
   }
 
+  int bound() const override {
+    int ordinal = -1;
+    return cudaGetDevice(&ordinal) == cudaSuccess ? ordinal : -1;
+  }
+
   Status allocate(int ordinal, int64_t bytes, void** data) override {
     DeviceGuard guard(ordinal);
     if (!guard.status().ok()) return guard.status();

@@ -103,6 +103,9 @@ class DeviceBackend {
   virtual Status usable() = 0;
   // Makes `ordinal` the calling thread's device (kolo's thread does this once).
   virtual Status bind(int ordinal) = 0;
+  // The calling thread's device, so that a caller's thread running kolo's work gets its own back; -1
+  // where devices are not bound to threads.
+  virtual int bound() const { return -1; }
 
   // Memory on `ordinal` (device) and page-locked host memory. Errors name the size.
   virtual Status allocate(int ordinal, int64_t bytes, void** data) = 0;

@@ -50,6 +50,7 @@ void Engine::start() {
 
 void Engine::prepare_thread() {
   name_this_thread(topology_.process_set == 0 ? "kolo" : "kolo-set-" + std::to_string(topology_.process_set));
+  tighten_this_thread_timers();
   if (config_.thread_nice > 0) {
     const Status s = set_this_thread_nice(static_cast<int>(config_.thread_nice));
     if (!s.ok()) KOLO_LOG(kWarning, "KOLO_THREAD_NICE: kolo's thread keeps its priority: " << s.message());
@@ -204,6 +205,26 @@ struct InCycle {
 };
 }  // namespace
 
+void Engine::wait_for_launched_work(int64_t handle) {
+  // The caller's cycle launched its op's device work (kolo's stream; nothing waits on a peer): the
+  // caller, which would otherwise block in wait(), polls the work's end itself, as
+  // cudaStreamSynchronize spins, instead of the engine thread's naps and a wake-up on each side.
+  // Bounded: work still running after that is the engine thread's, whose waits are the peer watch's.
+  constexpr double kMostSeconds = 0.01;
+  const double until = steady_seconds() + kMostSeconds;
+  while (!ended_ && !abandoned_ && !stop_requested_ && !handles_->poll(handle).has_value()) {
+    {
+      std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        if (executor_.running() == 0) break;  // ended by the engine thread meanwhile
+        executor_.poll();
+      }
+    }
+    if (steady_seconds() >= until) break;
+    std::this_thread::yield();
+  }
+}
+
 bool Engine::run_cycle(bool* idle, bool on_caller) {
   const InCycle in_cycle;
   if (handed_) {
@@ -299,6 +320,7 @@ void Engine::apply_tuning() {
 
 void Engine::drive(int64_t handle) {
   if (!config_.caller_drives) return;  // submit() woke the engine thread
+  bool launched = false;
   while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && queue_.only(handle)) {
     // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
     // soon as the peer runs its cycle, and took the op up if it began after the push.
@@ -311,7 +333,10 @@ void Engine::drive(int64_t handle) {
     const bool going = run_cycle(&idle, true);
     driving_ = false;
     if (!going || handed_) break;
+    // Nothing ran before this cycle: work running now is what it launched for the op.
+    launched = executor_.running() > 0;
   }
+  if (launched) wait_for_launched_work(handle);
   // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is the
   // engine thread's.
   --drivers_;

@@ -83,6 +83,9 @@ class Engine {
   // Until the next cycle is due (or an op arrives), polling device work's completions meanwhile.
   void wait_between_cycles(double seconds);
   void hold_while_device_is_full();
+  // On a driving caller's thread, once its cycles are done: while device work it launched runs (its
+  // op's), polls for its end for a short bound instead of leaving that to the engine thread.
+  void wait_for_launched_work(int64_t handle);
   // Ends the device work that has ended; the next nap: the first again if some did, else doubled.
   double poll_device_work(double nap);
   void fail_all(const std::string& why, StatusCode code);

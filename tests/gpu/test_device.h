@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "device/device.h"
 
@@ -23,6 +25,8 @@ class TestDevice {
   virtual Status delay(DeviceStream stream, double seconds) = 0;
   // Batched copies launched so far, where the implementation counts them (-1: it does not).
   virtual int64_t batched_copies() const { return -1; }
+  // The thread that last launched a communicator's work, where the implementation knows (the double).
+  virtual std::optional<std::thread::id> last_launch_thread() const { return std::nullopt; }
 };
 
 // Defined by the executable's implementation. Null with *why set: no such device here.

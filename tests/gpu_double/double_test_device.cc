@@ -18,6 +18,7 @@ class DoubleTestDevice : public TestDevice {
     return Status::OK();
   }
   int64_t batched_copies() const override { return double_->batched_copies(); }
+  std::optional<std::thread::id> last_launch_thread() const override { return double_->last_launch_thread(); }
 
  private:
   std::shared_ptr<HostDouble> double_ = std::make_shared<HostDouble>();

@@ -243,6 +243,16 @@ Status HostDouble::copy(void* dst, const void* src, int64_t bytes, DeviceStream 
   return Status::OK();
 }
 
+void HostDouble::note_launch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_launch_thread_ = std::this_thread::get_id();
+}
+
+std::thread::id HostDouble::last_launch_thread() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_launch_thread_;
+}
+
 Status HostDouble::batched_copy(const std::vector<CopyPiece>& pieces, const CopyTransform& t, DeviceStream stream) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     const CopyPiece& p = pieces[i];
@@ -468,6 +478,7 @@ class DoubleComm : public DeviceComm {
   }
 
   Status submit(DeviceStream stream, Starter starter) {
+    device_->note_launch();
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       if (state_->aborted) return Status::Aborted("the communicator was aborted");

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "device/device.h"
 
@@ -59,6 +60,9 @@ class HostDouble : public DeviceBackend {
   int comms_made() const { return comms_made_; }
   int comms_shrunk() const { return comms_shrunk_; }
   void count_shrink() { ++comms_shrunk_; }
+  // The thread that last called a communicator (kolo's, or a caller's that drives its op).
+  void note_launch();
+  std::thread::id last_launch_thread() const;
 
   struct Stream;
   struct Event;
@@ -74,6 +78,7 @@ class HostDouble : public DeviceBackend {
   std::atomic<int> comms_made_{0};
   std::atomic<int> comms_shrunk_{0};
   int64_t next_id_ = 0;
+  std::thread::id last_launch_thread_;  // under mu_
 };
 
 }  // namespace testing

@@ -26,6 +26,15 @@ class DeviceAllreduce : public DeviceCollective {
         hierarchical_(hierarchical) {}
 
  protected:
+  std::vector<DeviceContext::Group> groups() const override {
+    if (!hierarchical_) return {DeviceContext::Group::kWorld};
+    const Topology& t = context_.mpi().topology();
+    std::vector<DeviceContext::Group> g;
+    if (t.local_size > 1) g.push_back(DeviceContext::Group::kLocal);
+    if (t.cross_size > 1) g.push_back(DeviceContext::Group::kCross);
+    return g;
+  }
+
   Status enqueue(CollectiveCall& call, DeviceWork& work) override {
     const bool packed = hierarchical_ || call.pieces.size() > 1 || reduced_as(call) != call.dtype;
     return packed ? fused(call, work) : alone(call, work);

@@ -11,6 +11,8 @@ namespace {
 class DeviceAlltoall : public DeviceCollective {
  public:
   explicit DeviceAlltoall(DeviceContext& context) : DeviceCollective(context, OpKind::kAlltoall, "ALLTOALL") {}
+  // Its split sizes go through a blocking MPI call: kolo's thread only.
+  bool gives_up_on_lost_peer(int64_t) const override { return false; }
 
  protected:
   Status enqueue(CollectiveCall& call, DeviceWork& work) override {

@@ -4,6 +4,9 @@ namespace kolo {
 
 Status DeviceCollective::run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) {
   Status s = context_.ensure(call.device, call.name());
+  if (!s.ok()) return s;
+  const DeviceContext::OnBoundDevice on_bound_device(context_);
+  s = on_bound_device.status();
   if (s.ok()) s = prepare_joined_pieces(call, context_.own_memory(), context_.fill_identity());
   if (s.ok()) s = context_.wait_ready(call);
   if (!s.ok()) return s;
@@ -15,6 +18,8 @@ Status DeviceCollective::run(CollectiveCall& call, PhaseLog& log, std::unique_pt
   *pending = std::move(work);
   return Status::OK();
 }
+
+bool DeviceCollective::gives_up_on_lost_peer(int64_t) const { return context_.launches_without_peers(groups()); }
 
 DataType DeviceCollective::reduced_as(const CollectiveCall& call) {
   const bool narrow = call.wire_dtype == DataType::kInt16 || call.wire_dtype == DataType::kUInt16;

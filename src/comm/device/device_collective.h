@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/collective.h"
 #include "comm/device/device_context.h"
@@ -21,10 +22,15 @@ class DeviceCollective : public Collective {
   const char* name() const override { return name_.c_str(); }
   bool accepts(OpKind kind, DeviceType device) const override { return kind == kind_ && device == DeviceType::kCUDA; }
   Status run(CollectiveCall& call, PhaseLog& log, std::unique_ptr<Completion>* pending) final;
+  // Once its communicators are made, a launch only enqueues work on kolo's stream: a driving caller
+  // may run it (Engine::drive).
+  bool gives_up_on_lost_peer(int64_t bytes) const override;
 
  protected:
   // Queues the call's work on the communication stream.
   virtual Status enqueue(CollectiveCall& call, DeviceWork& work) = 0;
+  // The communicators enqueue() may use on this rank.
+  virtual std::vector<DeviceContext::Group> groups() const { return {DeviceContext::Group::kWorld}; }
   // A communicator of the context, which the work then depends on (its errors end the work).
   Status comm(DeviceContext::Group group, DeviceWork& work, DeviceComm** out);
   // What a reduction's data travels and is reduced as on the device: the call's wire dtype

@@ -97,6 +97,28 @@ Status DeviceContext::ensure(const Device& device, const std::string& tensor) {
   return Status::OK();
 }
 
+DeviceContext::OnBoundDevice::OnBoundDevice(DeviceContext& context) : backend_(context.backend()) {
+  const int ordinal = context.ordinal();
+  previous_ = backend_.bound();
+  if (previous_ >= 0 && ordinal >= 0 && previous_ != ordinal) {
+    status_ = backend_.bind(ordinal);
+  } else {
+    previous_ = -1;  // nothing to give back
+  }
+}
+
+DeviceContext::OnBoundDevice::~OnBoundDevice() {
+  if (previous_ >= 0) backend_.bind(previous_);
+}
+
+bool DeviceContext::launches_without_peers(const std::vector<Group>& groups) const {
+  if (ordinal_ < 0 || !poisoned_.ok()) return false;
+  for (Group g : groups) {
+    if (!comms_[static_cast<int>(g)]) return false;  // made with MPI calls that wait on every member
+  }
+  return true;
+}
+
 Status DeviceContext::record_ready(const TensorView& view, PooledEvent* event) {
   Status s = check_device(view.device);
   if (s.ok()) s = EventPool::take(events_, view.device.index, false, event);

@@ -40,6 +40,21 @@ class DeviceContext {
   Status ensure(const Device& device, const std::string& tensor);
   DeviceStream stream() const { return stream_; }
   int ordinal() const { return ordinal_; }
+  // Work launched from a thread that may have another device current (a driving caller's, see
+  // Engine::drive): the bound GPU is that thread's device while this lives, its own again after.
+  class OnBoundDevice {
+   public:
+    explicit OnBoundDevice(DeviceContext& context);
+    ~OnBoundDevice();
+    OnBoundDevice(const OnBoundDevice&) = delete;
+    OnBoundDevice& operator=(const OnBoundDevice&) = delete;
+    const Status& status() const { return status_; }
+
+   private:
+    DeviceBackend& backend_;
+    int previous_ = -1;
+    Status status_;
+  };
   // Why a tensor on `device` cannot be used by kolo's GPU ops (once kolo drives another GPU), or OK.
   // Thread-safe: checked at enqueue, so that a rank on the wrong GPU fails at once, alone.
   Status check_device(const Device& device) const;
@@ -65,6 +80,9 @@ class DeviceContext {
   enum class Group { kWorld = 0, kLocal = 1, kCross = 2 };
   static constexpr int kGroups = 3;
   Status comm(Group group, DeviceComm** comm);
+  // Whether work on `groups`' communicators can be launched without waiting on any peer (so from a
+  // caller's thread): a GPU is bound and every one of those communicators is made and unbroken.
+  bool launches_without_peers(const std::vector<Group>& groups) const;
   // The group's MPI communicator (its members, in their order); the communicator made for it so far, or
   // null.
   MPI_Comm mpi_comm(Group group) const;

@@ -21,6 +21,11 @@ class DeviceHierarchicalAllgather : public DeviceCollective {
 
  protected:
   Status enqueue(CollectiveCall& call, DeviceWork& work) override { return gather(call, work); }
+  std::vector<DeviceContext::Group> groups() const override {
+    const Topology& t = context_.mpi().topology();
+    if (t.local_rank == 0 && t.cross_size > 1) return {DeviceContext::Group::kLocal, DeviceContext::Group::kCross};
+    return {DeviceContext::Group::kLocal};
+  }
 
  private:
   Status gather(CollectiveCall& call, DeviceWork& work) {
