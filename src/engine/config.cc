@@ -25,8 +25,9 @@ const std::vector<SettingInfo>& known_settings() {
        "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
       {"KOLO_CALLER_DRIVES", "1",
        "A blocking call (allreduce, not allreduce_async) whose op is the only one in flight on its rank runs "
-       "the negotiation, and the op where it rides on it (KOLO_SMALL_OP_BYTES) or is a flat CPU allreduce of at "
-       "most 64 KiB, on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
+       "the negotiation, and the op where it rides on it (KOLO_SMALL_OP_BYTES), is a flat CPU allreduce of at "
+       "most 64 KiB, or is a GPU op whose communicators exist (launched on kolo's stream, its end polled for "
+       "up to 10 ms), on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
        "op's latency); other ops run on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
       {"KOLO_SMALL_OP_BYTES", "64",
        "A CPU allreduce of at most this many bytes (float32, float64, int32 or int64; not Adasum) whose name "
