@@ -29,8 +29,9 @@ kolo::Status make_seam_peer(kolo::DeviceBackend& backend, int ordinal, std::uniq
 // lo), since NCCL refuses two ranks on one GPU of one host; so this comes before any NCCL call.
 kolo::Status pin_gpu(int* ordinal);
 // ncclAllReduce on an NCCL communicator of its own over every rank: ncclGetUniqueId on rank 0, sent
-// with MPI_Bcast, then ncclCommInitRank on `ordinal`.
-kolo::Status make_nccl_peer(int ordinal, std::unique_ptr<AllreducePeer>* out);
+// with MPI_Bcast, then ncclCommInitRankConfig on `ordinal`. `blocking` false: a nonblocking
+// communicator, each call polled to its end (ncclCommGetAsyncError), as kolo's are.
+kolo::Status make_nccl_peer(int ordinal, bool blocking, std::unique_ptr<AllreducePeer>* out);
 #endif
 
 }  // namespace bench

@@ -5,7 +5,7 @@
 // allreduce of all its bytes.
 //
 //   mpirun -np 2 gpu_allreduce [--device cuda|double] [--max-bytes 268435456] [--rounds 5]
-//                              [--row-seconds 1] [--steps 10] [--json out.json]
+//                              [--row-seconds 1] [--steps 10] [--peer-blocking 1] [--json out.json]
 //
 // The peer: with --device cuda, ncclAllReduce on an NCCL communicator the benchmark makes itself, on
 // its own stream; with --device double, the host double's own communicator (over MPI; times mean
@@ -199,6 +199,8 @@ int run(const bench::World& world, int argc, char** argv) {
   const int steps = std::max(1, args.integer("steps", gpu ? 10 : 3));
   const double row_seconds = args.real("row-seconds", gpu ? 1.0 : 0.3);
   const std::string shapes = args.text("shapes", KOLO_RESNET50_SHAPES), json = args.text("json", "");
+  // 0: the raw peer's communicator is nonblocking, as kolo's (what that mode costs NCCL itself).
+  const bool peer_blocking = args.integer("peer-blocking", 1) != 0;
   args.finish();
 
   std::shared_ptr<kolo::DeviceBackend> backend;
@@ -212,7 +214,9 @@ int run(const bench::World& world, int argc, char** argv) {
   // The peer's communicator first, then kolo (whose own communicator comes with its first GPU op).
   std::unique_ptr<bench::AllreducePeer> peer;
 #if KOLO_HAVE_CUDA
-  if (gpu) check(bench::make_nccl_peer(ordinal, &peer));
+  if (gpu) check(bench::make_nccl_peer(ordinal, peer_blocking, &peer));
+#else
+  (void)peer_blocking;  // the double's peer is its own communicator
 #endif
   if (!peer) check(bench::make_seam_peer(rig.backend(), ordinal, &peer));
   kolo::Runtime::instance().use_device_backend(backend);

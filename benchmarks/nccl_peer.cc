@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -13,20 +14,33 @@
 namespace bench {
 namespace {
 
+// A nonblocking communicator's last call (ncclInProgress) is polled to its end, as kolo's is.
+kolo::Status settle(ncclComm_t comm, ncclResult_t r, const char* what) {
+  while (r == ncclInProgress) {
+    sched_yield();
+    if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) return kolo::Status::Internal("ncclCommGetAsyncError failed");
+  }
+  return kolo::nccl_status(r, what, comm);
+}
+
 class NcclPeer : public AllreducePeer {
  public:
-  explicit NcclPeer(ncclComm_t comm) : comm_(comm) {}
+  NcclPeer(ncclComm_t comm, bool blocking) : comm_(comm), blocking_(blocking) {}
   // Every rank destroys its peer at the same point of the program, after its work has ended.
   ~NcclPeer() override { ncclCommDestroy(comm_); }
-  std::string name() const override { return "raw ncclAllReduce on the benchmark's own NCCL communicator and stream"; }
+  std::string name() const override {
+    return std::string("raw ncclAllReduce on the benchmark's own ") + (blocking_ ? "" : "nonblocking ") +
+           "NCCL communicator and stream";
+  }
   kolo::Status allreduce(const float* in, float* out, int64_t count, kolo::DeviceStream stream) override {
-    return kolo::nccl_status(ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat32, ncclSum, comm_,
-                                           static_cast<cudaStream_t>(stream)),
-                             "ncclAllReduce", comm_);
+    return settle(comm_, ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat32, ncclSum, comm_,
+                                       static_cast<cudaStream_t>(stream)),
+                  "ncclAllReduce");
   }
 
  private:
   ncclComm_t comm_;
+  bool blocking_;
 };
 
 }  // namespace
@@ -53,7 +67,7 @@ kolo::Status pin_gpu(int* ordinal) {
   return kolo::Status::OK();
 }
 
-kolo::Status make_nccl_peer(int ordinal, std::unique_ptr<AllreducePeer>* out) {
+kolo::Status make_nccl_peer(int ordinal, bool blocking, std::unique_ptr<AllreducePeer>* out) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -69,9 +83,12 @@ kolo::Status make_nccl_peer(int ordinal, std::unique_ptr<AllreducePeer>* out) {
   kolo::Status s = kolo::cuda_status(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
   if (!s.ok()) return s;
   ncclComm_t comm = nullptr;
-  s = kolo::nccl_status(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = blocking ? 1 : 0;
+  s = kolo::nccl_status(ncclCommInitRankConfig(&comm, size, id, rank, &config), "ncclCommInitRankConfig");
+  if (s.ok() && !blocking) s = settle(comm, ncclInProgress, "ncclCommInitRankConfig");
   if (!s.ok()) return s;
-  *out = std::make_unique<NcclPeer>(comm);
+  *out = std::make_unique<NcclPeer>(comm, blocking);
   return kolo::Status::OK();
 }
 
