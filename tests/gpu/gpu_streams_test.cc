@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -196,7 +197,11 @@ TEST(GpuFusion, TensorsReadyWhileTwoGroupsRunGoAsOneGroup) {
     ASSERT_TRUE(std::regex_search(trace, c, collective)) << name << "'s COLLECTIVE missing from " << file;
     EXPECT_EQ(c[1].str(), std::to_string(kTensors)) << name << " went in a group of " << c[1].str();
   }
-  std::remove(file.c_str());
+  if (::testing::Test::HasFailure()) {
+    std::printf("the trace is kept for a look: %s\n", file.c_str());
+  } else {
+    std::remove(file.c_str());
+  }
 }
 
 }  // namespace
