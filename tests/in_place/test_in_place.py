@@ -346,12 +346,13 @@ def test_a_jax_loop_goes_on_in_place(tmp_path):
 
 
 DEVICE_IN_PLACE = BUILD / "tests" / "device_in_place"
+from device_in_place_job import seconds_to_train_again  # noqa: E402 (tests/in_place: the program's time lines)
 
 
 def check_device_in_place(text, ranks, made, shrunk):
     """device_in_place's output (tests/in_place/device_in_place.cc) on `ranks` ranks, rank 1 lost at step 4:
     the survivors go on in place, every later step exact, each with `made` device communicators made and
-    `shrunk` shrunk (the double checked the ranks kolo excluded)."""
+    `shrunk` shrunk (the double checked the ranks kolo excluded), as kolo's log says too."""
     started, ended = pids(text, "starts"), pids(text, "ends")
     assert len(started) == ranks and sorted(ended.values()) == sorted(p for r, p in started.items() if r != 1), text
     for old in range(ranks):
@@ -362,6 +363,9 @@ def check_device_in_place(text, ranks, made, shrunk):
             assert said[0] in text and said[1] in text, text
     for step in range(4, 10):
         assert "step %d on %d ranks: exact" % (step, ranks - 1) in text, text
+    assert len(re.findall(r"rank \d+ of %d: training again: step 4 exact at " % (ranks - 1), text)) == ranks - 1, text
+    said = re.findall(r"INFO: recovered in place: [^\n]*?(\d+) GPU communicator\(s\) shrunk", text)
+    assert said == [str(shrunk)] * (ranks - 1), text
 
 
 @pytest.mark.parametrize("hierarchical", ["0", "1"], ids=["flat", "hierarchical"])
@@ -378,6 +382,54 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical
     text = finish(job, log, timeout=120)
     assert job.returncode == 0, text
     check_device_in_place(text, 3, made=1, shrunk=1)
+    print("killed: training again %s s after the kill" % seconds(seconds_to_train_again(text)))
+
+
+def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
+    # The same with rank 1 frozen (SIGSTOP, alive but silent) on its own stream while the others' device
+    # collectives wait for it: nothing fails by itself (NCCL reports no error for a frozen peer either);
+    # kolo's peer watch (3 s) revokes, ULFM's detector (4 s) lets the shrink through, and the survivors
+    # shrink the device communicator and go on, every later step exact. mpirun would wait for the frozen
+    # process forever: once both survivors have exited by themselves, it is killed, whatever happened.
+    if not DEVICE_IN_PLACE.exists():
+        pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
+    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_PEER_TIMEOUT_SECONDS",
+                                                   str(DEVICE_IN_PLACE), "--device", "double", "--fault", "freeze",
+                                                   "10", "4"],
+                      job_env(KOLO_PEER_TIMEOUT_SECONDS="3"))
+    try:
+        text = finish(job, log, until=["rank 0 of 2 ends", "rank 1 of 2 ends"], timeout=120)
+        started = pids(text, "starts")
+        survivors = [pid for rank, pid in started.items() if rank != 1]
+        deadline = time.time() + 20
+        while any(running(pid) for pid in survivors) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not any(running(pid) for pid in survivors), "the survivors did not exit by themselves:\n" + text
+    finally:
+        log.seek(0)
+        started = pids(log.read(), "starts")
+        if 1 in started:
+            try:
+                os.kill(started[1], signal.SIGKILL)  # what the test froze
+            except ProcessLookupError:
+                pass
+    text = finish(job, log, timeout=30)  # mpirun ends once the frozen process has
+    check_device_in_place(text, 3, made=1, shrunk=1)
+    assert "rank 1 of 3: fault freeze at " in text, text
+    print("frozen: training again %s s after the freeze" % seconds(seconds_to_train_again(text)))
+
+
+def seconds(t):
+    return "?" if t is None else "%.3f" % t  # None: the victim's last line was lost with it
+
+
+def running(pid):
+    """Whether the process runs (a zombie, ended but not yet reaped by mpirun, does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.mark.parametrize("hosts,slots,made,shrunk", [(3, 1, 1, 1), (2, 2, 3, 2)], ids=["3x1", "2x2"])
