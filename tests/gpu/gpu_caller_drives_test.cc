@@ -44,16 +44,23 @@ TEST(GpuCallerDrives, ABlockingCallLaunchesItsWorkOnTheCallersThread) {
   // The first GPU op of a fresh kolo binds kolo's thread to the GPU and makes the communicator there.
   ScopedSettings fresh(Settings{});
   expect_exact_sum("caller.first", 0.5, blocking("caller.first"));
-  if (launcher()) EXPECT_NE(*launcher(), std::this_thread::get_id()) << "the communicator is made on kolo's thread";
+  if (launcher()) {
+    EXPECT_NE(*launcher(), std::this_thread::get_id()) << "the communicator is made on kolo's thread";
+  }
   for (int round = 0; round < 3; ++round) {
     const std::string name = "caller." + std::to_string(round);
     expect_exact_sum(name, round, blocking(name));
     if (!mpi_threads_supported()) continue;  // KOLO_CALLER_DRIVES needs MPI_THREAD_MULTIPLE
-    if (launcher()) EXPECT_EQ(*launcher(), std::this_thread::get_id()) << name;
+    if (launcher()) {
+      EXPECT_EQ(*launcher(), std::this_thread::get_id()) << name;
+    }
   }
   // An op waited for later stays kolo's thread's.
-  expect_exact_sum("caller.async", 7.0, [&](const TensorView& v) { return wait(allreduce_async("caller.async", v, v, sum)); });
-  if (launcher()) EXPECT_NE(*launcher(), std::this_thread::get_id());
+  expect_exact_sum("caller.async", 7.0,
+                   [&](const TensorView& v) { return wait(allreduce_async("caller.async", v, v, sum)); });
+  if (launcher()) {
+    EXPECT_NE(*launcher(), std::this_thread::get_id());
+  }
   if (!launcher()) GTEST_SKIP() << "results exact; only the host double tells which thread launched";
 }
 
@@ -64,7 +71,9 @@ TEST(GpuCallerDrives, OffEveryOpIsKolosThreads) {
   for (int round = 0; round < 2; ++round) {
     const std::string name = "kolos." + std::to_string(round);
     expect_exact_sum(name, round, [&](const TensorView& v) { return allreduce(name, v, v, sum); });
-    if (launcher()) EXPECT_NE(*launcher(), std::this_thread::get_id()) << name;
+    if (launcher()) {
+      EXPECT_NE(*launcher(), std::this_thread::get_id()) << name;
+    }
   }
   if (!launcher()) GTEST_SKIP() << "results exact; only the host double tells which thread launched";
 }
