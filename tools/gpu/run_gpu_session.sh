@@ -73,7 +73,7 @@ fi
 in_place=$!
 
 # 1. The gpu label, then the fusion-hold test alone at 3 ranks.
-step gpu_label 300 ctest --test-dir "$build" -L '^gpu$' -j 3 --output-on-failure
+step gpu_label 270 ctest --test-dir "$build" -L '^gpu$' -j 3 --output-on-failure
 grep -E "tests passed|Passed|Failed|Not Run|Skipped|\*\*\*" "$logs/gpu_label.log" | sed 's/^/    /' >> "$summary"
 rm -f /tmp/kolo_gpu_hold_*
 step fusion_hold_np3 120 mpirun -np 3 --oversubscribe --bind-to none "$build/tests/kolo_gpu_tests" \
