@@ -38,7 +38,8 @@ KOLO_EXPORT Status shutdown();
 // peer fails, kolo revokes its communicators, so that no survivor waits on it, and every op in flight
 // or enqueued later fails with kPeersFailed. recover_in_place() (collective over the survivors) then
 // shrinks the job to them and starts kolo again, no process restarted; rank() and size() change.
-// Without ULFM a lost peer ends the job and recover_in_place() is kUnsupported.
+// The failed ops' GPU work may write their outputs until recover_in_place() returns: roll your state
+// back after it. Without ULFM a lost peer ends the job and recover_in_place() is kUnsupported.
 KOLO_EXPORT Status recover_in_place();
 // Whether this job survives a lost peer in place (ULFM built and on), as of init().
 KOLO_EXPORT bool in_place_recovery();

@@ -388,6 +388,8 @@ bool Runtime::failed_in_place() {
 }
 
 Status Runtime::recover_in_place() {
+  // How long the failed ops' GPU work may take to end once the shrink has stopped it.
+  constexpr double kStreamEndSeconds = 10.0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!not_in_place_.empty()) return Status::Unsupported("recover_in_place: " + not_in_place_);
@@ -443,6 +445,12 @@ Status Runtime::recover_in_place() {
   // where they can be, and aborted now, not at the process's end (where destroying them would first
   // wait for the lost peers).
   SurvivingComms carried = shrink_device_comms(device.get(), survivors, why);
+  // The failed ops' GPU work, stopped by the shrink or the abort, may still run what followed it on
+  // kolo's stream (an unpack into the callers' tensors): it ends before the callers restore their state.
+  if (device && !device->finish_work(kStreamEndSeconds)) {
+    KOLO_LOG(kWarning, "recover_in_place: kolo's GPU stream did not end within " << kStreamEndSeconds
+                                                                                  << " s of the shrink");
+  }
   const double devices_shrunk = steady_seconds();
   KOLO_LOG(kInfo, "recovered in place: the job goes on without its lost ranks (stop "
                       << stopped - start << " s, shrink " << shrunk - stopped << " s, "

@@ -117,8 +117,10 @@ class Completion {
   // Once poll() has given an outcome: the phases as measured where the work ran.
   virtual void record_phases(PhaseLog& log) {}
   // The engine is stopping and the work has not ended within its bound: stop it, so that nothing
-  // writes to the callers' memory any more. poll() then gives an error.
-  virtual void abort(const std::string& why) {}
+  // writes to the callers' memory any more. poll() then gives an error. A peer lost in place
+  // (kPeersFailed) leaves device work to recover_in_place, which stops it by shrinking its
+  // communicators.
+  virtual void abort(const Status& why) {}
 };
 
 class Collective {

@@ -278,7 +278,7 @@ void Executor::drain(double seconds, const Status& why) {
   for (auto& group : running_) {
     std::optional<Status> status = group->completion->poll();  // ended meanwhile, or failed on its own
     if (!status) {
-      group->completion->abort(why.message());
+      group->completion->abort(why);
       status = group->completion->poll();  // its words for the abort, with why's code
       status = status && !status->ok() ? Status(why.code(), status->message()) : why;
     }

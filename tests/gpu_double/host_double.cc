@@ -439,6 +439,11 @@ class DoubleComm : public DeviceComm {
   // members lost.
   Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) override {
 #if defined(MPIX_ERR_PROC_FAILED)
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      // As NCCL's ncclCommShrink: an aborted communicator has nothing left to shrink.
+      if (state_->aborted) return Status::Aborted("host double: shrink: the communicator was aborted");
+    }
     abort();
     MPIX_Comm_revoke(comm_);
     MPI_Comm fresh = MPI_COMM_NULL;

@@ -18,6 +18,7 @@
 //
 //   mpirun --with-ft ulfm --mca btl tcp,self -np 3 device_in_place [--device double|cuda]
 //       [--fault kill|freeze] STEPS DIE_AT
+#include <execinfo.h>
 #include <mpi.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,9 +88,49 @@ std::unique_ptr<InPlaceDevice> make_double() {
   return device;
 }
 
+// Writes known values into the tensors (a roll-back), waits, and reads them back: empty if they stayed,
+// else what changed them (work of the failed step still running after recover_in_place returned).
+std::string rolled_back_values_stay(kolo::DeviceBackend& backend, int ordinal, kolo::DeviceStream stream,
+                                    const std::vector<void*>& tensors) {
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    std::vector<double> host(static_cast<size_t>(kSizes[t]), -1000.0 - static_cast<double>(t));
+    if (!backend.copy(tensors[t], host.data(), kSizes[t] * 8, stream).ok() || !sync_stream(backend, ordinal, stream)) {
+      return "upload failed";
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    std::vector<double> host(static_cast<size_t>(kSizes[t]));
+    if (!backend.copy(host.data(), tensors[t], kSizes[t] * 8, stream).ok() || !sync_stream(backend, ordinal, stream)) {
+      return "download failed";
+    }
+    for (size_t i = 0; i < host.size(); ++i) {
+      if (host[i] != -1000.0 - static_cast<double>(t)) {
+        return "tensor t" + std::to_string(t) + "[" + std::to_string(i) + "] was rolled back to " +
+               std::to_string(-1000.0 - static_cast<double>(t)) + " and then became " + std::to_string(host[i]) +
+               " (the failed step's GPU work wrote it after the recovery)";
+      }
+    }
+  }
+  return "";
+}
+
+// A survivor that dies says how (its signal and where), instead of vanishing from the job's output.
+void report_fatal_signal(int signal_number) {
+  char line[64];
+  const int n = std::snprintf(line, sizeof line, "device_in_place: pid %d: signal %d\n", static_cast<int>(getpid()),
+                              signal_number);
+  if (n > 0) (void)!write(STDERR_FILENO, line, static_cast<size_t>(n));
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int s : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGPIPE}) std::signal(s, report_fatal_signal);
   std::string device_name = "double", fault = "kill";
   std::vector<int> numbers;
   for (int i = 1; i < argc; ++i) {
@@ -202,6 +243,9 @@ int main(int argc, char** argv) {
       std::printf("rank %d of %d: in place now rank %d of %d, step %d again (recovered at %.6f)\n", rank, size,
                   kolo::rank(), kolo::size(), step, wall_seconds());
       std::fflush(stdout);
+      // The failed step's GPU work has ended by now (its unpack too): what is rolled back stays so.
+      const std::string clobbered = rolled_back_values_stay(backend, ordinal, stream, tensors);
+      if (!clobbered.empty()) return fail("after recover_in_place: " + clobbered);
       recovered = true;
       continue;
     }

@@ -22,9 +22,9 @@ class SwitchedCompletion : public Completion {
  public:
   explicit SwitchedCompletion(Switch* s) : s_(s) {}
   std::optional<Status> poll() override { return s_->outcome; }
-  void abort(const std::string& why) override {
-    s_->aborted_with = why;
-    s_->outcome = Status::Aborted("stopped: " + why);
+  void abort(const Status& why) override {
+    s_->aborted_with = why.message();
+    s_->outcome = Status::Aborted("stopped: " + why.message());
   }
 
  private:

@@ -54,25 +54,28 @@ DeviceContext::DeviceContext(std::shared_ptr<DeviceBackend> backend, const MpiCo
 }
 
 DeviceContext::~DeviceContext() {
-  if (stream_ != nullptr) {
-    // What is still queued ends (the engine drained or aborted its work before stopping); a stream
-    // that does not end within a bound has its communicators aborted, so that it can.
-    PooledEvent last;
-    bool done = false;
-    if (event(false, &last).ok() && backend_->record(last.get(), stream_).ok()) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (backend_->query(last.get(), &done).ok() && !done && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    }
-    if (!done) {
-      for (auto& c : comms_) {
-        if (c) c->abort();
-      }
-    }
-  }
+  // What is still queued ends (the engine drained or aborted its work before stopping).
+  finish_work(10.0);
   for (auto& c : comms_) c.reset();
   if (stream_ != nullptr) backend_->destroy_stream(stream_);
+}
+
+bool DeviceContext::finish_work(double seconds) {
+  if (stream_ == nullptr) return true;
+  PooledEvent last;
+  bool done = false;
+  if (event(false, &last).ok() && backend_->record(last.get(), stream_).ok()) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (backend_->query(last.get(), &done).ok() && !done && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (done) return true;
+  // A stream that does not end within the bound has its communicators aborted, so that it can.
+  for (auto& c : comms_) {
+    if (c) c->abort();
+  }
+  return false;
 }
 
 Status DeviceContext::check_device(const Device& device) const {

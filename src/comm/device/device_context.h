@@ -97,6 +97,9 @@ class DeviceContext {
   // After a peer lost in place, once no engine uses this context: aborts every communicator (the lost
   // peer is in them), which frees what the library holds for them; it is never used again.
   void abort_comms(const Status& why);
+  // Waits up to `seconds` for the work queued on the communication stream to end; if it does not, aborts
+  // the communicators (what waits on a lost peer then ends) and returns false.
+  bool finish_work(double seconds);
 
  private:
   struct EventPool;

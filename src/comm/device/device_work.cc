@@ -51,8 +51,12 @@ Status DeviceWork::launch() {
 Status DeviceWork::fail(const Status& why) {
   failed_ = why;
   // A communicator that met an error may hold work that never ends: stop it, so that nothing
-  // writes to the callers' memory any more, and use none of them again.
-  for (DeviceComm* c : comms_) c->abort();
+  // writes to the callers' memory any more, and use none of them again. A peer lost in place is
+  // the exception: recover_in_place shrinks these communicators to the survivors (which stops this
+  // work; an aborted one could not be shrunk) or aborts them, and waits for kolo's stream to end.
+  if (!(why.code() == StatusCode::kPeersFailed && surviving_peer_failures())) {
+    for (DeviceComm* c : comms_) c->abort();
+  }
   context_.poison(why);
   return failed_;
 }
@@ -91,8 +95,8 @@ void DeviceWork::record_phases(PhaseLog& log) {
   }
 }
 
-void DeviceWork::abort(const std::string& why) {
-  if (failed_.ok()) fail(Status::Aborted(why));
+void DeviceWork::abort(const Status& why) {
+  if (failed_.ok()) fail(why.code() == StatusCode::kPeersFailed ? why : Status::Aborted(why.message()));
 }
 
 }  // namespace kolo

@@ -29,7 +29,7 @@ class DeviceWork : public Completion {
   std::optional<Status> poll() override;
   std::shared_ptr<void> done_event() const override { return done_; }
   void record_phases(PhaseLog& log) override;
-  void abort(const std::string& why) override;
+  void abort(const Status& why) override;
 
  private:
   Status fail(const Status& why);

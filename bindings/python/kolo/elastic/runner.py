@@ -123,12 +123,15 @@ def _min_np():
 
 
 def _recover(state):
-    """Shrinks the job to the survivors and syncs the state from rank 0, again over those left for as
-    long as another peer fails meanwhile (MPI's shrink leaves out whoever failed before it agreed; a
-    failure after it fails kolo's restart or the sync)."""
+    """Shrinks the job to the survivors, rolls the state back to its last commit and syncs it from rank 0,
+    again over those left for as long as another peer fails meanwhile (MPI's shrink leaves out whoever
+    failed before it agreed; a failure after it fails kolo's restart or the sync). The roll-back comes
+    after the shrink: until recover_in_place returns, the failed step's GPU work may still write its
+    outputs."""
     while True:
         try:
             _core.recover_in_place()
+            state.restore()
             state.sync()
             return
         except Exception as e:  # noqa: BLE001 - as in _run_in_place
@@ -149,7 +152,6 @@ def _run_in_place(func, state, args, kwargs):
             if not _peers_failed(e):
                 raise
             before, start = (_core.rank(), _core.size()), time.perf_counter()
-            state.restore()
             _recover(state)
             print("kolo.elastic: rank %d of %d: %s\nkolo.elastic: in place: now rank %d of %d, from commit %d "
                   "(restore, shrink, restart and sync: %.3f s)" % (before[0], before[1], e, _core.rank(), _core.size(),
