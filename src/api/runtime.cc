@@ -447,7 +447,7 @@ Status Runtime::recover_in_place() {
   SurvivingComms carried = shrink_device_comms(device.get(), survivors, why);
   // The failed ops' GPU work, stopped by the shrink or the abort, may still run what followed it on
   // kolo's stream (an unpack into the callers' tensors): it ends before the callers restore their state.
-  if (device && !device->finish_work(kStreamEndSeconds)) {
+  if (device && !device->finish_work(kStreamEndSeconds, [survivors] { drive_mpi_progress(survivors); })) {
     KOLO_LOG(kWarning, "recover_in_place: kolo's GPU stream did not end within " << kStreamEndSeconds
                                                                                   << " s of the shrink");
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,9 @@ Status nccl_type_and_op(DataType dtype, ReduceOp op, ncclDataType_t* t, ncclRedO
 
 class NcclComm : public DeviceComm {
  public:
+  // How long survivors may take to meet in ncclCommShrink (at most the communicator's own bound).
+  static constexpr double kShrinkSeconds = 30.0;
+
   NcclComm(ncclComm_t comm, int size, int rank, int ordinal, double timeout)
       : comm_(comm), size_(size), rank_(rank), ordinal_(ordinal), timeout_(timeout) {}
   ~NcclComm() override {
@@ -140,7 +144,8 @@ class NcclComm : public DeviceComm {
     comm_ = nullptr;
   }
 
-  Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) override {
+  Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out,
+                const std::function<void()>& while_waiting) override {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
     if (aborted_) return Status::Aborted("ncclCommShrink: the NCCL communicator was aborted");
     DeviceGuard guard(ordinal_);
@@ -154,30 +159,33 @@ class NcclComm : public DeviceComm {
         ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), &fresh, &config, NCCL_SHRINK_ABORT);
     if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, "ncclCommShrink", comm_);
     // Nonblocking, NCCL writes the new handle a little later (seen on 2.28: ncclSuccess, handle still
-    // null for about 20 ms): poll it, within the communicator's bound.
-    const double deadline = now_seconds() + timeout_;
+    // null for about 20 ms): poll it, within the shrink's bound. Survivors meet within a second; one that
+    // never calls (its own shrink refused) keeps the others here until the bound.
+    const double bound = std::min(timeout_, kShrinkSeconds);
+    const double deadline = now_seconds() + bound;
     while (__atomic_load_n(&fresh, __ATOMIC_ACQUIRE) == nullptr) {
       if (now_seconds() > deadline) {
-        return Status::Aborted("ncclCommShrink gave no communicator within " + std::to_string(static_cast<int>(timeout_)) +
+        return Status::Aborted("ncclCommShrink gave no communicator within " + std::to_string(static_cast<int>(bound)) +
                                " s (a survivor that never called it)");
       }
+      if (while_waiting) while_waiting();
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     const int below = static_cast<int>(std::count_if(excluded.begin(), excluded.end(), [&](int x) { return x < rank_; }));
     auto nccl = std::make_unique<NcclComm>(fresh, size_ - static_cast<int>(excluded.size()), rank_ - below, ordinal_,
                                            timeout_);
-    Status s = nccl->wait_ready("ncclCommShrink", timeout_);
+    Status s = nccl->wait_ready("ncclCommShrink", bound, while_waiting);
     if (!s.ok()) return s;
     *out = std::move(nccl);
     return Status::OK();
 #else
-    return DeviceComm::shrink(excluded, out);  // NCCL before 2.27 has no ncclCommShrink
+    return DeviceComm::shrink(excluded, out, while_waiting);  // NCCL before 2.27 has no ncclCommShrink
 #endif
   }
 
   // Polls the nonblocking communicator until the last call is done with; gives up (aborting the
   // communicator) after `seconds`.
-  Status wait_ready(const char* what, double seconds) {
+  Status wait_ready(const char* what, double seconds, const std::function<void()>& while_waiting = {}) {
     const double deadline = now_seconds() + seconds;
     for (int i = 0;; ++i) {
       if (aborted_) return Status::Aborted(std::string(what) + ": the NCCL communicator was aborted");
@@ -190,6 +198,7 @@ class NcclComm : public DeviceComm {
         return Status::Aborted(std::string(what) + " did not complete within " + std::to_string(static_cast<int>(seconds)) +
                                " s (a peer that never came, or froze); the NCCL communicator was aborted");
       }
+      if (while_waiting) while_waiting();
       if (i < 100) {
         sched_yield();
       } else {

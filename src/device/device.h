@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,10 +75,14 @@ class DeviceComm {
   // After peers are lost: a communicator of the members that remain, this one's ranks less `excluded`
   // (ascending), in the same order (NCCL's ncclCommShrink). Collective over the remaining members; stops
   // this communicator's work first; this one is then only to be aborted. kUnsupported where the library
-  // cannot (kolo then makes a new communicator, as at the start). Bounded, as abort().
-  virtual Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) {
+  // cannot (kolo then makes a new communicator, as at the start). Bounded, as abort(); `while_waiting` is
+  // called between polls while the members meet (the caller keeps its own progress going: MPI's
+  // failure detector hears nothing from a process that makes no MPI call).
+  virtual Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out,
+                        const std::function<void()>& while_waiting) {
     (void)excluded;
     (void)out;
+    (void)while_waiting;
     return Status::Unsupported("this device library cannot shrink a communicator");
   }
 };

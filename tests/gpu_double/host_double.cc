@@ -437,12 +437,15 @@ class DoubleComm : public DeviceComm {
   // ULFM's revoke and shrink, as NCCL_SHRINK_ABORT: the stream's work here is abandoned, the members
   // agree who is left. What NCCL takes on trust, the double checks: `excluded` must be exactly the
   // members lost.
-  Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out) override {
+  Status shrink(const std::vector<int>& excluded, std::unique_ptr<DeviceComm>* out,
+                const std::function<void()>&) override {
 #if defined(MPIX_ERR_PROC_FAILED)
     {
       std::lock_guard<std::mutex> lock(state_->mu);
-      // As NCCL's ncclCommShrink: an aborted communicator has nothing left to shrink.
+      // As NCCL's ncclCommShrink (2.28.9, seen on a GPU): an aborted communicator has nothing left to
+      // shrink, and one that met an error (its peer's process gone) is refused.
       if (state_->aborted) return Status::Aborted("host double: shrink: the communicator was aborted");
+      if (!state_->error.ok()) return Status(state_->error.code(), "host double: shrink: " + state_->error.message());
     }
     abort();
     MPIX_Comm_revoke(comm_);
@@ -459,7 +462,7 @@ class DoubleComm : public DeviceComm {
     *out = std::make_unique<DoubleComm>(device_, fresh);
     return Status::OK();
 #else
-    return DeviceComm::shrink(excluded, out);
+    return DeviceComm::shrink(excluded, out, {});
 #endif
   }
 

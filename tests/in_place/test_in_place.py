@@ -349,23 +349,32 @@ DEVICE_IN_PLACE = BUILD / "tests" / "device_in_place"
 from device_in_place_job import seconds_to_train_again  # noqa: E402 (tests/in_place: the program's time lines)
 
 
-def check_device_in_place(text, ranks, made, shrunk):
+def check_device_in_place(text, ranks, made, shrunk, broken=False):
     """device_in_place's output (tests/in_place/device_in_place.cc) on `ranks` ranks, rank 1 lost at step 4:
     the survivors go on in place, every later step exact, each with `made` device communicators made and
-    `shrunk` shrunk (the double checked the ranks kolo excluded), as kolo's log says too."""
+    `shrunk` shrunk (the double checked the ranks kolo excluded), as kolo's log says too. `broken`: a killed
+    peer may have broken some communicators (their error seen on a survivor before the recovery), which
+    nobody then shrinks (NCCL refuses to; the double too) and every survivor makes anew where the next job
+    needs them: then k fewer are shrunk and at most k more made, the same on every survivor."""
     started, ended = pids(text, "starts"), pids(text, "ends")
     assert len(started) == ranks and sorted(ended.values()) == sorted(p for r, p in started.items() if r != 1), text
+    counts = set(re.findall(r"rank \d+ of %d: device communicators made (\d+), shrunk (\d+)" % (ranks - 1), text))
+    assert len(counts) == 1, text  # the survivors agreed
+    got_made, got_shrunk = (int(n) for n in counts.pop())
+    k = shrunk - got_shrunk
+    assert (got_made, got_shrunk) == (made, shrunk) or broken and 0 < k <= shrunk and made <= got_made <= made + k, text
     for old in range(ranks):
         if old != 1:
             new = old - (old > 1)
             said = ("rank %d of %d: in place now rank %d of %d, step 4 again" % (old, ranks, new, ranks - 1),
-                    "rank %d of %d: device communicators made %d, shrunk %d" % (new, ranks - 1, made, shrunk))
+                    "rank %d of %d: device communicators made %d, shrunk %d" % (new, ranks - 1, got_made, got_shrunk))
             assert said[0] in text and said[1] in text, text
     for step in range(4, 10):
         assert "step %d on %d ranks: exact" % (step, ranks - 1) in text, text
     assert len(re.findall(r"rank \d+ of %d: training again: step 4 exact at " % (ranks - 1), text)) == ranks - 1, text
     said = re.findall(r"INFO: recovered in place: [^\n]*?(\d+) GPU communicator\(s\) shrunk", text)
-    assert said == [str(shrunk)] * (ranks - 1), text
+    assert said == [str(got_shrunk)] * (ranks - 1), text
+    return got_shrunk
 
 
 @pytest.mark.parametrize("hierarchical", ["0", "1"], ids=["flat", "hierarchical"])
@@ -373,7 +382,9 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical
     # Device tensors (the host double, as the GPU suite in CI) on 3 ranks; rank 1 dies while the others'
     # device collectives wait for it. Their ops fail to be rolled back (the device communicators' error
     # taken for the lost peer, in place) and recover_in_place() shrinks the device communicator in use
-    # (the job's, or this host's with hierarchical allreduce) to the 2 survivors, as ncclCommShrink.
+    # (the job's, or this host's with hierarchical allreduce) to the 2 survivors, as ncclCommShrink, or,
+    # where a survivor's saw the peer's end as an error (NCCL then refuses to shrink it), every survivor
+    # makes it anew.
     if not DEVICE_IN_PLACE.exists():
         pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
     job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_HIERARCHICAL_ALLREDUCE",
@@ -381,8 +392,9 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical
                       job_env(KOLO_HIERARCHICAL_ALLREDUCE=hierarchical))
     text = finish(job, log, timeout=120)
     assert job.returncode == 0, text
-    check_device_in_place(text, 3, made=1, shrunk=1)
-    print("killed: training again %s s after the kill" % seconds(seconds_to_train_again(text)))
+    shrunk = check_device_in_place(text, 3, made=1, shrunk=1, broken=True)
+    print("killed: training again %s s after the kill, %d communicator(s) shrunk" %
+          (seconds(seconds_to_train_again(text)), shrunk))
 
 
 def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
@@ -414,7 +426,9 @@ def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
             except ProcessLookupError:
                 pass
     text = finish(job, log, timeout=30)  # mpirun ends once the frozen process has
-    check_device_in_place(text, 3, made=1, shrunk=1)
+    # The double's communicators run on MPI, whose failure detector may find the frozen process before the
+    # recovery and break them (NCCL's stay whole: on a GPU they shrank, tools/gpu/run_gpu_in_place.sh).
+    check_device_in_place(text, 3, made=1, shrunk=1, broken=True)
     assert "rank 1 of 3: fault freeze at " in text, text
     print("frozen: training again %s s after the freeze" % seconds(seconds_to_train_again(text)))
 
@@ -450,4 +464,4 @@ def test_the_gpu_path_shrinks_across_emulated_hosts(tmp_path, hosts, slots, made
         pytest.skip(job.stderr.strip().splitlines()[-1])
     text = job.stdout + job.stderr
     assert job.returncode == 0, text[-4000:]
-    check_device_in_place(text, hosts * slots, made, shrunk)
+    check_device_in_place(text, hosts * slots, made, shrunk, broken=True)

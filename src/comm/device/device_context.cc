@@ -60,13 +60,14 @@ DeviceContext::~DeviceContext() {
   if (stream_ != nullptr) backend_->destroy_stream(stream_);
 }
 
-bool DeviceContext::finish_work(double seconds) {
+bool DeviceContext::finish_work(double seconds, const std::function<void()>& while_waiting) {
   if (stream_ == nullptr) return true;
   PooledEvent last;
   bool done = false;
   if (event(false, &last).ok() && backend_->record(last.get(), stream_).ok()) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (backend_->query(last.get(), &done).ok() && !done && std::chrono::steady_clock::now() < deadline) {
+      if (while_waiting) while_waiting();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -97,9 +98,10 @@ class DeviceContext {
   // After a peer lost in place, once no engine uses this context: aborts every communicator (the lost
   // peer is in them), which frees what the library holds for them; it is never used again.
   void abort_comms(const Status& why);
-  // Waits up to `seconds` for the work queued on the communication stream to end; if it does not, aborts
-  // the communicators (what waits on a lost peer then ends) and returns false.
-  bool finish_work(double seconds);
+  // Waits up to `seconds` for the work queued on the communication stream to end, calling
+  // `while_waiting` between polls; if it does not, aborts the communicators (what waits on a lost peer then
+  // ends) and returns false.
+  bool finish_work(double seconds, const std::function<void()>& while_waiting = {});
 
  private:
   struct EventPool;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/mpi/mpi_fault.h"
 #include "common/logging.h"
 
 namespace kolo {
@@ -40,8 +41,11 @@ SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const
   int mine = 0;
   if (old != nullptr) {
     for (int g = 0; g < DeviceContext::kGroups; ++g) {
-      const bool made = old->made(static_cast<Group>(g)) != nullptr;
-      if (made) mine |= 1 << g;
+      DeviceComm* comm = old->made(static_cast<Group>(g));
+      const bool made = comm != nullptr;
+      // Offered only unbroken: NCCL refuses to shrink a communicator that met an error (2.28.9: "remote
+      // process exited"), and a survivor refused at once would leave the others waiting in theirs.
+      if (made && comm->async_error().ok()) mine |= 1 << g;
       // This host's lost ranks tell whether this rank keeps its place, made or not.
       if (made || static_cast<Group>(g) == Group::kLocal) {
         lost[g] = lost_members(old->mpi_comm(static_cast<Group>(g)), survivors);
@@ -58,7 +62,8 @@ SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const
   int shrunk = 0;
   for (int g = 0; g < DeviceContext::kGroups && old != nullptr; ++g) {
     if (!(agreed & (1 << g))) continue;
-    Status s = old->made(static_cast<Group>(g))->shrink(lost[g], &out.group[g]);
+    Status s = old->made(static_cast<Group>(g))->shrink(lost[g], &out.group[g],
+                                                        [survivors] { drive_mpi_progress(survivors); });
     if (s.ok()) {
       shrunk |= 1 << g;
     } else {

@@ -169,4 +169,9 @@ void rearm_peer_failure() {
   r.reported = false;
 }
 
+void drive_mpi_progress(MPI_Comm comm) {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+}
+
 }  // namespace kolo

@@ -51,5 +51,9 @@ Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors);
 void wait_for_failure_hooks();
 // After a recovery: the next failure is reported again.
 void rearm_peer_failure();
+// One turn of MPI's progress on `comm`, for a survivor waiting on something else (a GPU library) during
+// a recovery: ULFM's failure detector hears only from processes that make MPI calls (its heartbeats go
+// with MPI's progress), and would otherwise take a waiting survivor for lost.
+void drive_mpi_progress(MPI_Comm comm);
 
 }  // namespace kolo
