@@ -189,6 +189,10 @@ KOLO_EXPORT void kolo_output_free(kolo_output* output);
 KOLO_EXPORT const char* kolo_version(void);
 /* Which of MPI, CUDA and NCCL this build has, with versions; a heading line, then one line each. */
 KOLO_EXPORT const char* kolo_build_summary(void);
+/* The NCCL this process's GPU ops use, loading it now as the first GPU op would: its version, its file
+   and how it was found ("already loaded": the framework's), or why none can be; "" in a build without
+   NCCL. libkolo does not link NCCL: a process has one libnccl.so.2, and a framework's own wins. */
+KOLO_EXPORT const char* kolo_nccl_runtime(void);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "kolo/kolo.h"
+#if KOLO_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 struct kolo_output {
   kolo::Output output;
@@ -329,6 +332,15 @@ const char* kolo_version(void) {
   return v.c_str();
 }
 
+const char* kolo_nccl_runtime(void) {
+#if KOLO_HAVE_CUDA
+  static const std::string loaded = kolo::nccl_runtime();
+  return loaded.c_str();
+#else
+  return "";
+#endif
+}
+
 const char* kolo_build_summary(void) {
   static const std::string summary = [] {
     const kolo::BuildInfo b = kolo::build_info();
@@ -339,6 +351,10 @@ const char* kolo_build_summary(void) {
     s += line(!b.mpi_version.empty(), "MPI    ", b.mpi_version + " (collectives on CPU tensors)");
     s += line(b.cuda, "CUDA   ", b.cuda ? b.cuda_version : "not built in");
     s += line(b.nccl, "NCCL   ", b.nccl ? b.nccl_version + " (collectives on GPU tensors)" : "not built in");
+#if KOLO_HAVE_CUDA
+    // Not linked: loaded at the first GPU op, the process's own where one is loaded already.
+    s += "  NCCL GPU ops use here: " + kolo::nccl_runtime() + "\n";
+#endif
     if (b.cuda) s += "  here: " + b.gpus + "\n";
     // Elastic training runs by restarting from the last commit under an elastic kolorun, with any MPI;
     // in place (survivors shrinking their communicators) where the MPI has ULFM.

@@ -9,6 +9,7 @@
 #include "cuda/batched_copy.h"
 #include "cuda/cuda_status.h"
 #include "cuda/nccl_comm.h"
+#include "cuda/nccl_library.h"
 
 #define KOLO_STR_(x) #x
 #define KOLO_STR(x) KOLO_STR_(x)
@@ -25,12 +26,12 @@ class CudaBackend : public DeviceBackend {
   explicit CudaBackend(double comm_timeout) : comm_timeout_(comm_timeout) {}
 
   std::string description() const override {
-    int runtime = 0, nccl = 0;
+    int runtime = 0;
     cudaRuntimeGetVersion(&runtime);
-    ncclGetVersion(&nccl);
-    // NCCL 2.x codes its version as major*10000 + minor*100 + patch.
-    return "CUDA " + version_text(runtime, 1000, 10, 100) + ", NCCL " + std::to_string(nccl / 10000) + "." +
-           std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100);
+    // NCCL is loaded at the first GPU op that needs it (nccl_library.h), not to describe it.
+    const std::string nccl = nccl_version_if_loaded();
+    return "CUDA " + version_text(runtime, 1000, 10, 100) + ", NCCL " +
+           (nccl.empty() ? std::string("(loaded at the first GPU collective)") : nccl);
   }
 
   Status usable() override {
@@ -133,8 +134,11 @@ class CudaBackend : public DeviceBackend {
   }
 
   Status unique_id(std::string* id) override {
+    const NcclApi* api = nullptr;
+    Status s = nccl_api(&api);
+    if (!s.ok()) return s;
     ncclUniqueId u;
-    Status s = nccl_status(ncclGetUniqueId(&u), "ncclGetUniqueId");
+    s = nccl_status(api->GetUniqueId(&u), "ncclGetUniqueId");
     if (!s.ok()) return s;
     id->assign(u.internal, sizeof(u.internal));
     return Status::OK();
@@ -168,6 +172,8 @@ std::string gpus_seen() {
   const std::string name = cudaGetDeviceProperties(&p, 0) == cudaSuccess ? p.name : "?";
   return std::to_string(count) + (count == 1 ? " GPU: " : " GPUs, the first: ") + name;
 }
+
+std::string nccl_runtime() { return nccl_loaded_description(); }
 
 const char* nccl_build_version() { return KOLO_STR(NCCL_MAJOR) "." KOLO_STR(NCCL_MINOR) "." KOLO_STR(NCCL_PATCH); }
 

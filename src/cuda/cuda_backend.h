@@ -15,6 +15,9 @@ std::unique_ptr<DeviceBackend> make_cuda_backend(double comm_timeout_seconds);
 // "13.0" and "2.28.9": what this build was compiled against, for build_info().
 const char* cuda_build_version();
 const char* nccl_build_version();
+// The NCCL GPU ops use in this process, loading it as the first would: "2.30.7 (PATH, already loaded)",
+// or why none can be.
+std::string nccl_runtime();
 // "1 GPU: NVIDIA H100 80GB HBM3", or why no GPU is usable.
 std::string gpus_seen();
 

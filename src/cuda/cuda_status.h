@@ -15,14 +15,9 @@ inline Status cuda_status(cudaError_t e, const std::string& what) {
   return Status::Internal(what + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
-// `comm` may be null (before a communicator exists); else NCCL's last message for it is added.
-inline Status nccl_status(ncclResult_t r, const std::string& what, ncclComm_t comm = nullptr) {
-  if (r == ncclSuccess || r == ncclInProgress) return Status::OK();
-  std::string m = what + " failed: " + ncclGetErrorString(r);
-  const char* last = ncclGetLastError(comm);
-  if (last != nullptr && *last != '\0') m += std::string(" (") + last + ")";
-  return Status::Internal(m);
-}
+// `comm` may be null (before a communicator exists); else NCCL's last message for it is added. In the
+// words of the NCCL kolo loaded (cuda/nccl_library.h).
+Status nccl_status(ncclResult_t r, const std::string& what, ncclComm_t comm = nullptr);
 
 #define KOLO_CUDA_RETURN_IF_ERROR(call, what)            \
   do {                                                   \

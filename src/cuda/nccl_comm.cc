@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/cuda_status.h"
+#include "cuda/nccl_library.h"
 
 namespace kolo {
 namespace {
@@ -58,17 +59,17 @@ class NcclComm : public DeviceComm {
   // How long survivors may take to meet in ncclCommShrink (at most the communicator's own bound).
   static constexpr double kShrinkSeconds = 30.0;
 
-  NcclComm(ncclComm_t comm, int size, int rank, int ordinal, double timeout)
-      : comm_(comm), size_(size), rank_(rank), ordinal_(ordinal), timeout_(timeout) {}
+  NcclComm(const NcclApi& api, ncclComm_t comm, int size, int rank, int ordinal, double timeout)
+      : api_(api), comm_(comm), size_(size), rank_(rank), ordinal_(ordinal), timeout_(timeout) {}
   ~NcclComm() override {
     if (comm_ == nullptr) return;
     // At exit, CUDA may have unloaded before kolo's own exit hook runs: NCCL cannot be driven then.
     int device = 0;
     if (cudaGetDevice(&device) == cudaErrorCudartUnloading) return;
     // Finalize flushes what is still queued; if a peer keeps it from finishing, abort instead.
-    const ncclResult_t r = ncclCommFinalize(comm_);
+    const ncclResult_t r = api_.CommFinalize(comm_);
     if ((r == ncclSuccess || r == ncclInProgress) && wait_ready("ncclCommFinalize", 10.0).ok()) {
-      ncclCommDestroy(comm_);
+      api_.CommDestroy(comm_);
       return;
     }
     abort();
@@ -83,7 +84,7 @@ class NcclComm : public DeviceComm {
     ncclRedOp_t o;
     Status s = nccl_type_and_op(dtype, op, &t, &o);
     if (!s.ok()) return s;
-    return issue(ncclAllReduce(send, recv, static_cast<size_t>(count), t, o, comm_, stream_of(stream)), "ncclAllReduce");
+    return issue(api_.AllReduce(send, recv, static_cast<size_t>(count), t, o, comm_, stream_of(stream)), "ncclAllReduce");
   }
 
   Status reducescatter(const void* send, void* recv, int64_t recv_count, DataType dtype, ReduceOp op,
@@ -92,7 +93,7 @@ class NcclComm : public DeviceComm {
     ncclRedOp_t o;
     Status s = nccl_type_and_op(dtype, op, &t, &o);
     if (!s.ok()) return s;
-    return issue(ncclReduceScatter(send, recv, static_cast<size_t>(recv_count), t, o, comm_, stream_of(stream)),
+    return issue(api_.ReduceScatter(send, recv, static_cast<size_t>(recv_count), t, o, comm_, stream_of(stream)),
                  "ncclReduceScatter");
   }
 
@@ -100,39 +101,39 @@ class NcclComm : public DeviceComm {
     ncclDataType_t t;
     Status s = nccl_type(dtype, &t);
     if (!s.ok()) return s;
-    return issue(ncclAllGather(send, recv, static_cast<size_t>(send_count), t, comm_, stream_of(stream)), "ncclAllGather");
+    return issue(api_.AllGather(send, recv, static_cast<size_t>(send_count), t, comm_, stream_of(stream)), "ncclAllGather");
   }
 
   Status broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root, DeviceStream stream) override {
     ncclDataType_t t;
     Status s = nccl_type(dtype, &t);
     if (!s.ok()) return s;
-    return issue(ncclBroadcast(send, recv, static_cast<size_t>(count), t, root, comm_, stream_of(stream)), "ncclBroadcast");
+    return issue(api_.Broadcast(send, recv, static_cast<size_t>(count), t, root, comm_, stream_of(stream)), "ncclBroadcast");
   }
 
   Status send(const void* data, int64_t bytes, int peer, DeviceStream stream) override {
-    return issue(ncclSend(data, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream_of(stream)), "ncclSend");
+    return issue(api_.Send(data, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream_of(stream)), "ncclSend");
   }
 
   Status recv(void* data, int64_t bytes, int peer, DeviceStream stream) override {
-    return issue(ncclRecv(data, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream_of(stream)), "ncclRecv");
+    return issue(api_.Recv(data, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream_of(stream)), "ncclRecv");
   }
 
   Status group_start() override {
     if (aborted_) return Status::Aborted("the NCCL communicator was aborted");
     in_group_ = true;
-    return nccl_status(ncclGroupStart(), "ncclGroupStart", comm_);
+    return nccl_status(api_.GroupStart(), "ncclGroupStart", comm_);
   }
 
   Status group_end() override {
     in_group_ = false;
-    return issue(ncclGroupEnd(), "ncclGroupEnd");
+    return issue(api_.GroupEnd(), "ncclGroupEnd");
   }
 
   Status async_error() override {
     if (aborted_) return Status::Aborted("the NCCL communicator was aborted");
     ncclResult_t r = ncclSuccess;
-    Status s = nccl_status(ncclCommGetAsyncError(comm_, &r), "ncclCommGetAsyncError", comm_);
+    Status s = nccl_status(api_.CommGetAsyncError(comm_, &r), "ncclCommGetAsyncError", comm_);
     if (!s.ok()) return s;
     return nccl_status(r, "NCCL", comm_);
   }
@@ -140,7 +141,7 @@ class NcclComm : public DeviceComm {
   void abort() override {
     if (aborted_ || comm_ == nullptr) return;
     aborted_ = true;
-    ncclCommAbort(comm_);
+    api_.CommAbort(comm_);
     comm_ = nullptr;
   }
 
@@ -148,6 +149,7 @@ class NcclComm : public DeviceComm {
                 const std::function<void()>& while_waiting) override {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
     if (aborted_) return Status::Aborted("ncclCommShrink: the NCCL communicator was aborted");
+    if (api_.CommShrink == nullptr) return DeviceComm::shrink(excluded, out, while_waiting);  // NCCL before 2.27
     DeviceGuard guard(ordinal_);
     if (!guard.status().ok()) return guard.status();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -156,7 +158,7 @@ class NcclComm : public DeviceComm {
     ncclComm_t fresh = nullptr;
     // ABORT: the work still queued on this communicator waits for the lost peers; it is stopped first.
     const ncclResult_t r =
-        ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), &fresh, &config, NCCL_SHRINK_ABORT);
+        api_.CommShrink(comm_, list.data(), static_cast<int>(list.size()), &fresh, &config, NCCL_SHRINK_ABORT);
     if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, "ncclCommShrink", comm_);
     // Nonblocking, NCCL writes the new handle a little later (seen on 2.28: ncclSuccess, handle still
     // null for about 20 ms): poll it, within the shrink's bound. Survivors meet within a second; one that
@@ -172,8 +174,8 @@ class NcclComm : public DeviceComm {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     const int below = static_cast<int>(std::count_if(excluded.begin(), excluded.end(), [&](int x) { return x < rank_; }));
-    auto nccl = std::make_unique<NcclComm>(fresh, size_ - static_cast<int>(excluded.size()), rank_ - below, ordinal_,
-                                           timeout_);
+    auto nccl = std::make_unique<NcclComm>(api_, fresh, size_ - static_cast<int>(excluded.size()), rank_ - below,
+                                           ordinal_, timeout_);
     Status s = nccl->wait_ready("ncclCommShrink", bound, while_waiting);
     if (!s.ok()) return s;
     *out = std::move(nccl);
@@ -190,7 +192,7 @@ class NcclComm : public DeviceComm {
     for (int i = 0;; ++i) {
       if (aborted_) return Status::Aborted(std::string(what) + ": the NCCL communicator was aborted");
       ncclResult_t r = ncclSuccess;
-      Status s = nccl_status(ncclCommGetAsyncError(comm_, &r), "ncclCommGetAsyncError", comm_);
+      Status s = nccl_status(api_.CommGetAsyncError(comm_, &r), "ncclCommGetAsyncError", comm_);
       if (!s.ok()) return s;
       if (r != ncclInProgress) return nccl_status(r, what, comm_);
       if (now_seconds() > deadline) {
@@ -219,6 +221,7 @@ class NcclComm : public DeviceComm {
     return wait_ready(what, timeout_);
   }
 
+  const NcclApi& api_;
   ncclComm_t comm_;
   int size_;
   int rank_;
@@ -238,14 +241,17 @@ Status make_nccl_comm(int ordinal, const CommMembers& members, double timeout_se
                                    std::to_string(members.id.size()));
   }
   std::memcpy(id.internal, members.id.data(), sizeof(id.internal));
+  const NcclApi* api = nullptr;
+  Status loaded = nccl_api(&api);
+  if (!loaded.ok()) return loaded;
   DeviceGuard guard(ordinal);
   if (!guard.status().ok()) return guard.status();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
-  const ncclResult_t r = ncclCommInitRankConfig(&comm, members.size, id, members.rank, &config);
+  const ncclResult_t r = api->CommInitRankConfig(&comm, members.size, id, members.rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) return nccl_status(r, "ncclCommInitRankConfig", comm);
-  auto nccl = std::make_unique<NcclComm>(comm, members.size, members.rank, ordinal, timeout_seconds);
+  auto nccl = std::make_unique<NcclComm>(*api, comm, members.size, members.rank, ordinal, timeout_seconds);
   Status s = nccl->wait_ready("ncclCommInitRankConfig", timeout_seconds);
   if (!s.ok()) return s;
   *out = std::move(nccl);

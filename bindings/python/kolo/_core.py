@@ -86,6 +86,12 @@ def build_summary():
     return _C.build_summary()
 
 
+def nccl_runtime():
+    """The NCCL this process's GPU ops use (loaded now if not yet): version, file, and how it was found
+    ("already loaded" where the framework brought it); "" in a kolo built without NCCL."""
+    return _C.nccl_runtime()
+
+
 _lock = threading.Lock()
 _exit_hook = False
 _left_in_place = None  # (rank, size) after the last recover_in_place

@@ -154,6 +154,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("version", [] { return std::string(kolo_version()); });
   m.def("build_summary", [] { return std::string(kolo_build_summary()); });
+  m.def("nccl_runtime", [] { return std::string(kolo_nccl_runtime()); });
   m.def("reducescatter_rows", &kolo_reducescatter_rows);
 
   // Enqueueing never blocks on other ranks; a call rejected at once returns a handle that has failed.
