@@ -317,3 +317,18 @@ def test_average_and_half_sums_are_horovods_arithmetic(size):
     for _ in range(size - 1):
         acc = (acc.float() + h.float()).half()
     assert torch.equal(summed, acc)
+
+
+@pytest.mark.skipif(not hasattr(torch, "uint16"), reason="torch %s has no uint16 (torch 2.3 and later)"
+                    % torch.__version__)
+def test_uint16_tensors_reduce_gather_and_broadcast_exactly(rank, size):
+    # Values near the top of the range: a path that went through a signed 16-bit type would wrap.
+    t = torch.tensor([65535 - rank, rank, 40000], dtype=torch.uint16)
+    maxed = kolo.allreduce(t, op=kolo.Max, name="u16.max")
+    assert maxed.dtype == torch.uint16 and maxed.tolist() == [65535, size - 1, 40000]
+    assert kolo.allreduce(t, op=kolo.Min, name="u16.min").tolist() == [65536 - size, 0, 40000]
+    small = torch.tensor([rank + 1, 1000], dtype=torch.uint16)
+    assert kolo.allreduce(small, op=kolo.Sum, name="u16.sum").tolist() == [size * (size + 1) // 2, 1000 * size]
+    gathered = kolo.allgather(t[:1], name="u16.gather")
+    assert gathered.dtype == torch.uint16 and gathered.tolist() == [65535 - r for r in range(size)]
+    assert kolo.broadcast(t, root_rank=size - 1, name="u16.bcast").tolist() == [65536 - size, size - 1, 40000]
