@@ -265,6 +265,17 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
         print("link cut: training again %s s after the cut" % seconds_to_recover(text))  # None: its line was lost
 
 
+def kill_frozen(log, rank):
+    """Kills the process `rank` said it started as in the job's log (what the test froze), if it did."""
+    log.seek(0)
+    started = pids(log.read(), "starts")
+    if rank in started:
+        try:
+            os.kill(started[rank], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     # SIGSTOP: kolo's peer watch (3 s) and ULFM's detector (4 s) find it; the survivors shrink it out.
     # mpirun would wait for the frozen process forever: kolorun ends it once every survivor has exited.
@@ -272,13 +283,7 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path):
     try:
         text = finish(job, log)
     finally:
-        log.seek(0)
-        started = pids(log.read(), "starts")
-        if 2 in started:
-            try:
-                os.kill(started[2], signal.SIGKILL)  # what the test froze
-            except ProcessLookupError:
-                pass
+        kill_frozen(log, 2)
     assert job.returncode == 0, text
     check_in_place(text, out)
     assert "every rank left in place has exited (status 0); mpirun still waits for a lost one" in text, text
@@ -418,13 +423,7 @@ def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
             time.sleep(0.2)
         assert not any(running(pid) for pid in survivors), "the survivors did not exit by themselves:\n" + text
     finally:
-        log.seek(0)
-        started = pids(log.read(), "starts")
-        if 1 in started:
-            try:
-                os.kill(started[1], signal.SIGKILL)  # what the test froze
-            except ProcessLookupError:
-                pass
+        kill_frozen(log, 1)
     text = finish(job, log, timeout=30)  # mpirun ends once the frozen process has
     # The double's communicators run on MPI, whose failure detector may find the frozen process before the
     # recovery and break them (NCCL's stay whole: on a GPU they shrank, tools/gpu/run_gpu_in_place.sh).

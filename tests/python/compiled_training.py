@@ -109,6 +109,23 @@ def compile_counts():
             "graph_breaks": dict(counters["graph_break"])}
 
 
+def train_compiled_with_kolo(kolo, model, batches, rank):
+    """The user's script: torch.compile, broadcast_parameters, DistributedOptimizer, then this rank's share
+    of every batch. Ranks other than 0 start from other weights, which the broadcast must fix. The
+    compiled model."""
+    if rank != 0:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.5 * rank)
+    reset_compile_counters()
+    compiled = torch.compile(model)
+    kolo.broadcast_parameters(compiled.state_dict(), root_rank=0)
+    optimizer = kolo.DistributedOptimizer(make_optimizer(compiled.parameters()),
+                                          named_parameters=compiled.named_parameters())
+    train(compiled, optimizer, batches, shard(rank))
+    return compiled
+
+
 def max_difference(model, other):
     return max((p - q).abs().max().item() for p, q in zip(model.parameters(), other.parameters()))
 

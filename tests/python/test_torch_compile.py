@@ -19,17 +19,6 @@ def test_compiled_model_trains_like_one_process_on_the_whole_batches(rank, size)
     batches = ct.global_batches(size, device)
     model = ct.make_model(device)
     reference = ct.train_plain(model, batches)  # one process, the whole batches, no compile, no kolo
-
-    # The user's script. Ranks other than 0 start from other weights: broadcast_parameters must fix that.
-    if rank != 0:
-        with torch.no_grad():
-            for p in model.parameters():
-                p.add_(0.5 * rank)
-    ct.reset_compile_counters()
-    model = torch.compile(model)
-    kolo.broadcast_parameters(model.state_dict(), root_rank=0)
-    optimizer = kolo.DistributedOptimizer(ct.make_optimizer(model.parameters()),
-                                          named_parameters=model.named_parameters())
-    ct.train(model, optimizer, batches, ct.shard(rank))
+    model = ct.train_compiled_with_kolo(kolo, model, batches, rank)
 
     ct.check_trained_like_one_process(kolo, model, reference, batches, rank, size)
