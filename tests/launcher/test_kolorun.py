@@ -56,6 +56,19 @@ def test_each_rank_sees_kolo_settings_from_options():
     assert sorted(job.stdout.split("\n")[:2]) == ["0 8388608 3 yes", "1 8388608 3 yes"]
 
 
+def test_the_launching_environment_reaches_every_rank_but_host_specific_variables():
+    # Here both ranks are local (the cluster suite checks other hosts); what kolorun asks mpirun to forward
+    # is what its dry run shows.
+    env = dict(os.environ, WANDB_API_KEY="k-123", SSH_CONNECTION="10.0.0.1 22 10.0.0.2 22", HOSTNAME="launcher")
+    job = kolorun("--dry-run", "-np", "2", "-x", "SSH_CONNECTION", "true", env=env)
+    assert job.returncode == 0, job.stderr
+    forwarded = job.stdout.split()
+    assert forwarded[forwarded.index("WANDB_API_KEY") - 1] == "-x"
+    assert "HOSTNAME" not in forwarded
+    # -x forwards even a host-specific one, after the rest.
+    assert forwarded[-3:] == ["-x", "SSH_CONNECTION", "true"]
+
+
 HOROVOD_SCRIPT = """
 import torch
 import kolo.torch as kolo
