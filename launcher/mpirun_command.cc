@@ -77,7 +77,7 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   a.push_back(m.mpirun);
   if (m.is_root) a.push_back("--allow-run-as-root");
   a.insert(a.end(), {"-np", std::to_string(o.num_proc)});
-  a.insert(a.end(), {"-H", host_list_text(effective_hosts(o))});
+  if (!m.placed_by_slurm) a.insert(a.end(), {"-H", host_list_text(effective_hosts(o))});
   // One rank per slot, in host order; no core binding: a rank's threads (kolo's among them) and
   // the framework's own thread pools need the whole machine.
   a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});

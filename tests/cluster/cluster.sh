@@ -13,6 +13,8 @@
 #                        kolorun's --rsh-agent), in a fresh login's environment as ssh would
 #   CLUSTER_SUBNET  the hosts' subnet (for btl_tcp_if_include / oob_tcp_if_include, or kolorun's
 #                        --network-interface)
+#   CLUSTER_BRIDGE_ADDRESS  this machine's own address in that subnet (where the hosts reach it)
+#   CLUSTER_SHM_DIR  holds each host's /dev/shm, as CLUSTER_SHM_DIR/HOST
 #   CLUSTER_MPIRUN_ARGS  all of the above as mpirun options (add -np and -H)
 # Needs root and iproute2 (ip netns, tc); without them it says so and exits 77, which ctest reports as
 # a skip.
@@ -116,6 +118,7 @@ exec env -i HOME="$HOME" USER="$(id -un)" LOGNAME="$(id -un)" SHELL=/bin/sh \
 AGENT
 chmod +x "$agent"
 
-export CLUSTER_HOSTS="$names" CLUSTER_AGENT="$agent" CLUSTER_SUBNET="$subnet"
+export CLUSTER_HOSTS="$names" CLUSTER_AGENT="$agent" CLUSTER_SUBNET="$subnet" CLUSTER_BRIDGE_ADDRESS="10.231.$id.254" \
+  CLUSTER_SHM_DIR="$work_dir/shm"
 export CLUSTER_MPIRUN_ARGS="--mca plm_rsh_agent $agent --mca btl_tcp_if_include $subnet --mca oob_tcp_if_include $subnet"
 "$@"
