@@ -1,7 +1,7 @@
-// kolorun: starts a kolo job through Open MPI's mpirun. It checks what it can before anything
-// starts, then becomes mpirun (exec), so the job's exit status is kolorun's and Ctrl-C or SIGTERM
-// reach mpirun, which stops every rank. In elastic mode it stays mpirun's parent instead, to start
-// it again (launcher/elastic_launch.h).
+// kolorun: starts a kolo job through Open MPI's mpirun (inside a Slurm allocation, on the allocation's
+// hosts). It checks what it can before anything starts, then becomes mpirun (exec), so the job's exit
+// status is kolorun's and Ctrl-C or SIGTERM reach mpirun, which stops every rank. In elastic mode it
+// stays mpirun's parent instead, to start it again (launcher/elastic_launch.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "launch_checks.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
+#include "slurm_allocation.h"
 
 extern char** environ;
 
@@ -59,7 +60,14 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  SlurmAllocation allocation;
+  const bool in_allocation =
+      find_slurm_allocation([](const char* name) { return std::getenv(name); }, &allocation, &error);
+  if (!error.empty()) return fail(error);
+  if (!settle_rank_count(in_allocation ? &allocation : nullptr, &options, &error)) return fail(error);
+
   Machine machine;
+  machine.placed_by_slurm = placed_by_slurm(in_allocation ? &allocation : nullptr, options);
   machine.mpirun = find_mpirun();
   if (machine.mpirun.empty()) {
     return fail(std::getenv("KOLO_MPIRUN") ? std::string("KOLO_MPIRUN='") + std::getenv("KOLO_MPIRUN") +
@@ -75,7 +83,8 @@ int main(int argc, char** argv) {
   machine.hostname = this_hostname();
   machine.env_names = environment_names();
 
-  if (options.discovery_script.empty()) {
+  // Inside an allocation mpirun reaches the hosts through Slurm, and settle_rank_count checked the count.
+  if (options.discovery_script.empty() && !machine.placed_by_slurm) {
     const std::vector<Host> hosts = effective_hosts(options);
     const int slots = total_slots(hosts);
     // Elastic mode runs on the slots there are, but needs --min-np of them.

@@ -80,9 +80,12 @@ const SettingFlag* find_setting_flag(const std::string& flag) {
 
 const char* usage() {
   return "usage: kolorun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
+         "       kolorun [-np N] [options] command [args...]      (inside a Slurm allocation)\n"
          "       kolorun --min-np N [--max-np N] [--host-discovery-script FILE] [options] command [args...]\n"
          "\n"
-         "Starts `command` on N ranks through Open MPI's mpirun, one rank per slot.\n"
+         "Starts `command` on N ranks through Open MPI's mpirun, one rank per slot. Inside a Slurm\n"
+         "allocation (sbatch, salloc) without -H or --hostfile, mpirun takes the allocation's hosts and\n"
+         "slots, and -np defaults to its tasks.\n"
          "\n"
          "Elastic mode (--min-np, --max-np or --host-discovery-script) restarts the job: after a failure\n"
          "(counted against --reset-limit), and when every rank exits 75 (planned, e.g. on the SIGUSR1\n"
@@ -90,7 +93,7 @@ const char* usage() {
          "(the first at most -np), once there are --min-np slots. Ranks see KOLO_ELASTIC=1,\n"
          "KOLO_ELASTIC_JOB_ID and KOLO_ELASTIC_ATTEMPT (0, 1, ...).\n"
          "\n"
-         "  -np, --num-proc N                 number of ranks\n"
+         "  -np, --num-proc N                 number of ranks (in a Slurm allocation: its tasks)\n"
          "  -H, --hosts H:S,...               hosts and their slots (default: this host, N slots)\n"
          "  --hostfile FILE                   hosts from a file: lines 'host slots=N' or 'host:N'\n"
          "  --verbose                         print the mpirun command before running it\n"
@@ -433,10 +436,6 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
   }
   if (!elastic_only.empty() && !o->elastic()) {
     *error = elastic_only + " is for elastic mode: add --min-np, --max-np, --host-discovery-script or --in-place";
-    return false;
-  }
-  if (o->num_proc == 0 && !o->elastic()) {
-    *error = "-np N is required";
     return false;
   }
   const int min_np = std::max(1, o->min_np);

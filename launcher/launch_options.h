@@ -15,7 +15,7 @@ struct Host {
 };
 
 struct LaunchOptions {
-  int num_proc = 0;                  // -np; 0 when not given
+  int num_proc = 0;                  // -np; 0 when not given (launcher/slurm_allocation.h settles it)
   std::vector<Host> hosts;           // -H or --hostfile; empty: this host, with num_proc slots
   std::string hostfile;              // as given, for messages
   bool verbose = false;

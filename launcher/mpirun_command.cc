@@ -4,14 +4,10 @@
 #include <cstdlib>
 #include <set>
 
+#include "forwarded_environment.h"
+
 namespace kolo {
 namespace launcher {
-namespace {
-
-bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-}  // namespace
-
 std::vector<Host> effective_hosts(const LaunchOptions& o) {
   if (!o.hosts.empty()) return o.hosts;
   // Elastic mode may have no -np: then --max-np, else --min-np.
@@ -81,7 +77,7 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   a.push_back(m.mpirun);
   if (m.is_root) a.push_back("--allow-run-as-root");
   a.insert(a.end(), {"-np", std::to_string(o.num_proc)});
-  a.insert(a.end(), {"-H", host_list_text(effective_hosts(o))});
+  if (!m.placed_by_slurm) a.insert(a.end(), {"-H", host_list_text(effective_hosts(o))});
   // One rank per slot, in host order; no core binding: a rank's threads (kolo's among them) and
   // the framework's own thread pools need the whole machine.
   a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});
@@ -98,8 +94,8 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
     a.insert(a.end(), {"--mca", "oob_tcp_if_include", o.network_interface});
   }
 
-  // Environment: options become KOLO_* variables (so they mean the same under plain mpirun), -x
-  // VAR=VALUE sets VAR, and every one of these is forwarded by name.
+  // Environment: options become KOLO_* variables (so they mean the same under plain mpirun), and -x
+  // VAR=VALUE sets VAR.
   std::set<std::string> set_names;
   auto set = [&](const std::string& name, const std::string& value) {
     cmd.set_env.emplace_back(name, value);
@@ -118,23 +114,19 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
     if (e.has_value) set(e.name, e.value);
   }
 
-  std::vector<std::string> forward;
-  std::set<std::string> seen;
-  auto add = [&](const std::string& name) {
-    if (seen.insert(name).second) forward.push_back(name);
-  };
-  std::vector<std::string> present = m.env_names;
-  present.insert(present.end(), set_names.begin(), set_names.end());
-  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}) {
-    if (std::find(present.begin(), present.end(), name) != present.end()) add(name);
+  // Forwarded by name: the launching environment but its host-specific variables (as horovodrun
+  // does), and whatever kolorun sets, in name order; then -x names, which forward even those.
+  std::set<std::string> by_name = set_names;
+  for (const std::string& n : m.env_names) {
+    if (forwarded_to_ranks(n)) by_name.insert(n);
   }
-  std::vector<std::string> prefixed;
-  for (const std::string& n : present) {
-    if (has_prefix(n, "KOLO_") || has_prefix(n, "NCCL_")) prefixed.push_back(n);
+  std::vector<std::string> forward(by_name.begin(), by_name.end());
+  for (const auto& e : o.env) {
+    if (!by_name.count(e.name)) {
+      forward.push_back(e.name);
+      by_name.insert(e.name);
+    }
   }
-  std::sort(prefixed.begin(), prefixed.end());
-  for (const std::string& n : prefixed) add(n);
-  for (const auto& e : o.env) add(e.name);
   for (const std::string& n : forward) a.insert(a.end(), {"-x", n});
 
   a.insert(a.end(), o.mpi_args.begin(), o.mpi_args.end());

@@ -16,6 +16,8 @@ struct Machine {
   bool is_root = false;
   std::string hostname;               // this host's name, to tell local hosts from remote ones
   std::vector<std::string> env_names; // names set in kolorun's environment
+  // Inside a Slurm allocation, with no hosts given: mpirun places the ranks by the allocation, no -H.
+  bool placed_by_slurm = false;
 };
 
 struct MpirunCommand {

@@ -49,8 +49,8 @@ Status Runtime::init(const Settings& overrides) {
   if (engine_) return Status::OK();
 
   Config config;
-  std::vector<std::string> unknown;
-  Status s = config_from_environment(overrides, &config, &unknown);
+  std::vector<std::string> warnings;
+  Status s = config_from_environment(overrides, &config, &warnings);
   if (!s.ok()) return s;
   set_log_level(config.log_level);
 
@@ -72,9 +72,7 @@ Status Runtime::init(const Settings& overrides) {
   job_rank_ = topo.rank;
   set_log_rank(topo.rank);
   if (topo.rank == 0) {
-    for (const std::string& name : unknown) {
-      KOLO_LOG(kWarning, name << " is set but is not a kolo setting (see the KOLO_* table in the README)");
-    }
+    for (const std::string& w : warnings) KOLO_LOG(kWarning, w);
   }
 
   std::unique_ptr<Timeline> timeline;

@@ -1,5 +1,6 @@
 #include "engine/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -100,7 +101,7 @@ namespace {
 
 class Parser {
  public:
-  explicit Parser(const SettingLookup& lookup) : lookup_(lookup) {}
+  Parser(const SettingLookup& lookup, const SettingOrigin& origin) : lookup_(lookup), origin_(origin) {}
 
   void non_negative_int(const char* name, int64_t* out) {
     const char* v = lookup_(name);
@@ -179,19 +180,26 @@ class Parser {
 
  private:
   void fail(const char* name, const char* value, const std::string& expected) {
+    const HorovodSource* from = origin_ ? origin_(name) : nullptr;
+    if (from != nullptr) {
+      status_ = Status::InvalidArgument(from->name + "='" + from->written + "' is not valid: expected " + expected +
+                                        " (kolo reads it as " + name + ").");
+      return;
+    }
     status_ = Status::InvalidArgument(std::string(name) + "='" + value + "' is not valid: expected " +
                                       expected + ".");
   }
 
   const SettingLookup& lookup_;
+  const SettingOrigin& origin_;
   Status status_;
 };
 
 }  // namespace
 
-Status parse_config(const SettingLookup& lookup, Config* config) {
+Status parse_config(const SettingLookup& lookup, Config* config, const SettingOrigin& origin) {
   Config c;
-  Parser p(lookup);
+  Parser p(lookup, origin);
   p.non_negative_double("KOLO_CYCLE_TIME_MS", &c.cycle_time_ms);
   p.boolean("KOLO_CALLER_DRIVES", &c.caller_drives);
   p.non_negative_int("KOLO_SMALL_OP_BYTES", &c.small_op_bytes);
@@ -254,30 +262,48 @@ void resolve_layout_defaults(const Topology& topology, Config* config) {
   if (config->zero_copy_bytes == Config::kAuto) config->zero_copy_bytes = spans_hosts ? 8ll << 20 : 256ll << 10;
 }
 
-Status config_from_environment(const Settings& overrides, Config* config,
-                               std::vector<std::string>* unknown_names) {
-  auto lookup = [&overrides](const std::string& name) -> const char* {
+Status config_from_environment(const Settings& overrides, Config* config, std::vector<std::string>* warnings) {
+  auto given = [&overrides](const std::string& name) -> const char* {
     auto it = overrides.find(name);
     if (it != overrides.end()) return it->second.c_str();
     return std::getenv(name.c_str());
   };
-  std::set<std::string> known;
-  for (const SettingInfo& s : known_settings()) known.insert(s.name);
-  if (unknown_names != nullptr) {
-    unknown_names->clear();
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      const std::string entry = *e;
-      const std::string name = entry.substr(0, entry.find('='));
-      if (name.rfind("KOLO_", 0) == 0 && !known.count(name) && !set_by_launcher(name)) unknown_names->push_back(name);
-    }
-  }
   for (const auto& kv : overrides) {
-    if (!known.count(kv.first)) {
+    if (!std::any_of(known_settings().begin(), known_settings().end(),
+                     [&kv](const SettingInfo& s) { return kv.first == s.name; })) {
       return Status::InvalidArgument("'" + kv.first + "' is not a kolo setting; the settings are "
                                      "listed in the README (KOLO_*)");
     }
   }
-  return parse_config(lookup, config);
+  const HorovodAliases horovod(given);
+  if (!horovod.status().ok()) return horovod.status();
+  // A KOLO_* variable (or override) wins over its Horovod alias.
+  auto lookup = [&](const std::string& name) -> const char* {
+    const char* v = given(name);
+    return v != nullptr ? v : horovod.value(name);
+  };
+  auto origin = [&](const std::string& name) -> const HorovodSource* {
+    return given(name) != nullptr ? nullptr : horovod.source(name);
+  };
+  if (warnings != nullptr) {
+    warnings->clear();
+    std::set<std::string> known;
+    for (const SettingInfo& s : known_settings()) known.insert(s.name);
+    std::vector<std::string> names;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const std::string entry = *e;
+      names.push_back(entry.substr(0, entry.find('=')));
+    }
+    for (const std::string& name : names) {
+      if (name.rfind("KOLO_", 0) == 0 && !known.count(name) && !set_by_launcher(name)) {
+        warnings->push_back(name + " is set but is not a kolo setting (see the KOLO_* table in the README)");
+      }
+    }
+    const std::vector<std::string> from_horovod =
+        horovod_warnings(names, given, [&given](const std::string& name) { return given(name) != nullptr; });
+    warnings->insert(warnings->end(), from_horovod.begin(), from_horovod.end());
+  }
+  return parse_config(lookup, config, origin);
 }
 
 }  // namespace kolo

@@ -9,6 +9,7 @@
 
 #include "comm/topology.h"
 #include "common/logging.h"
+#include "engine/horovod_settings.h"
 #include "kolo/types.h"
 
 namespace kolo {
@@ -69,9 +70,11 @@ struct SettingInfo {
 const std::vector<SettingInfo>& known_settings();
 
 // Reads the settings through `lookup` (nullptr: unset). An invalid value is an error that names the
-// variable and what it accepts.
+// variable and what it accepts: the KOLO_* name, or the HOROVOD_* variable and its value as the user
+// wrote them where `origin` says the value came from one (engine/horovod_settings.h).
 using SettingLookup = std::function<const char*(const std::string& name)>;
-Status parse_config(const SettingLookup& lookup, Config* config);
+using SettingOrigin = std::function<const HorovodSource*(const std::string& name)>;
+Status parse_config(const SettingLookup& lookup, Config* config, const SettingOrigin& origin = nullptr);
 
 // Fills in the settings left to the job's layout. On one host, small pieces win: 4 MiB segments
 // stay in cache and tensors from 256 KiB are reduced where they lie. Across hosts with as many ranks
@@ -80,9 +83,10 @@ Status parse_config(const SettingLookup& lookup, Config* config);
 // 32 MiB segments. Across hosts zero copy starts at 8 MiB.
 void resolve_layout_defaults(const Topology& topology, Config* config);
 
-// Reads the process environment, with `overrides` taking precedence. KOLO_* names that kolo does not
-// know (typos, most likely) are returned in `unknown_names` for the caller to warn about.
-Status config_from_environment(const Settings& overrides, Config* config,
-                               std::vector<std::string>* unknown_names);
+// Reads the process environment, with `overrides` taking precedence, and HOROVOD_* variables as the
+// aliases of KOLO_* settings (a KOLO_* set too wins). What the caller should warn about comes back in
+// `warnings`, a line each: KOLO_* names that kolo does not know (typos, most likely), and HOROVOD_*
+// variables overridden, with no meaning here, or unknown.
+Status config_from_environment(const Settings& overrides, Config* config, std::vector<std::string>* warnings);
 
 }  // namespace kolo

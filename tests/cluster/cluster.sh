@@ -10,9 +10,11 @@
 # with these variables set:
 #   CLUSTER_HOSTS   the host names, comma separated (e.g. kc5-1,kc5-2)
 #   CLUSTER_AGENT   the rsh agent that runs a command on a host (for mpirun's plm_rsh_agent, or
-#                        kolorun's --rsh-agent)
+#                        kolorun's --rsh-agent), in a fresh login's environment as ssh would
 #   CLUSTER_SUBNET  the hosts' subnet (for btl_tcp_if_include / oob_tcp_if_include, or kolorun's
 #                        --network-interface)
+#   CLUSTER_BRIDGE_ADDRESS  this machine's own address in that subnet (where the hosts reach it)
+#   CLUSTER_SHM_DIR  holds each host's /dev/shm, as CLUSTER_SHM_DIR/HOST
 #   CLUSTER_MPIRUN_ARGS  all of the above as mpirun options (add -np and -H)
 # Needs root and iproute2 (ip netns, tc); without them it says so and exits 77, which ctest reports as
 # a skip.
@@ -109,10 +111,14 @@ while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
 host=$1; shift
 # Its own hostname and /dev/shm: Open MPI's shared-memory transport would otherwise mix hosts up.
 shm="$(dirname "$0")/shm/$host"
-exec ip netns exec "$host" unshare --uts --mount /bin/sh -c "hostname $host; mount --bind $shm /dev/shm; $*"
+# A fresh login's environment, as sshd gives one: what a job needs on the other hosts must be sent.
+exec env -i HOME="$HOME" USER="$(id -un)" LOGNAME="$(id -un)" SHELL=/bin/sh \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  ip netns exec "$host" unshare --uts --mount /bin/sh -c "hostname $host; mount --bind $shm /dev/shm; $*"
 AGENT
 chmod +x "$agent"
 
-export CLUSTER_HOSTS="$names" CLUSTER_AGENT="$agent" CLUSTER_SUBNET="$subnet"
+export CLUSTER_HOSTS="$names" CLUSTER_AGENT="$agent" CLUSTER_SUBNET="$subnet" CLUSTER_BRIDGE_ADDRESS="10.231.$id.254" \
+  CLUSTER_SHM_DIR="$work_dir/shm"
 export CLUSTER_MPIRUN_ARGS="--mca plm_rsh_agent $agent --mca btl_tcp_if_include $subnet --mca oob_tcp_if_include $subnet"
 "$@"

@@ -126,6 +126,25 @@ def test_the_pytorch_example_trains_across_hosts_with_kolorun():
     assert accuracy >= 0.96, job.stdout  # as on one host: the global batch is the same
 
 
+def test_kolorun_forwards_the_launching_environment_to_every_host(tmp_path):
+    # cluster.sh's agent starts a host's processes in a fresh login's environment, as ssh does: plain mpirun
+    # leaves WANDB_API_KEY behind; kolorun forwards it (and -x sets HF_HOME), but not this login's
+    # SSH_CONNECTION.
+    show = tmp_path / "show.sh"
+    show.write_text('echo "${OMPI_COMM_WORLD_RANK} $(hostname | sed s/.*-//) ${WANDB_API_KEY:-unset} '
+                    '${SSH_CONNECTION:-unset} ${HF_HOME:-unset}"\n')
+    command = ('mpirun $CLUSTER_MPIRUN_ARGS -np 2 -H "$(echo $CLUSTER_HOSTS | sed "s/,/:1,/g"):1" sh %s; '
+               '%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET -x HF_HOME=/data/hf sh %s'
+               % (show, BUILD / "bin" / "kolorun", HOSTS, show))
+    job = on_cluster(command, timeout=120,
+                     env=dict(os.environ, WANDB_API_KEY="k-123", SSH_CONNECTION="10.9.9.9 50000 10.9.9.8 22"))
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    lines = job.stdout.strip().splitlines()
+    assert sorted(lines[:2]) == ["0 1 unset unset unset", "1 2 unset unset unset"], job.stdout
+    assert sorted(lines[2:]) == ["0 1 k-123 unset /data/hf", "1 1 k-123 unset /data/hf", "2 2 k-123 unset /data/hf",
+                                 "3 2 k-123 unset /data/hf"], job.stdout
+
+
 # Training on 2 hosts x 2 ranks in which rank 3 (on the second host) meets `fate` (a Python statement)
 # at step 20. Every rank records its pid; what a rank's ops fail with is printed, and it exits 3.
 FAULT_TRAINING = """

@@ -4,13 +4,19 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
 
 #include "elastic_launch.h"
 #include "failure_blame.h"
+#include "forwarded_environment.h"
 #include "in_place_reports.h"
 #include "host_discovery.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
+#include "slurm_allocation.h"
 
 namespace kolo {
 namespace launcher {
@@ -51,27 +57,27 @@ std::string parse_error(const std::vector<std::string>& args) {
 TEST(KolorunCommand, LocalJob) {
   Translated t = translate({"-np", "4", "python3", "train.py", "--epochs", "3"});
   EXPECT_EQ(t.argv,
-            "/usr/bin/mpirun -np 4 -H localhost:4 --bind-to none --map-by slot -x PATH python3 train.py --epochs 3");
+            "/usr/bin/mpirun -np 4 -H localhost:4 --bind-to none --map-by slot -x HOME -x PATH python3 train.py --epochs 3");
   EXPECT_EQ(t.env, "");
 }
 
 TEST(KolorunCommand, RootGetsOpenMpisConsentFlag) {
   EXPECT_EQ(translate({"-np", "1", "./a"}, machine(true)).argv,
-            "/usr/bin/mpirun --allow-run-as-root -np 1 -H localhost:1 --bind-to none --map-by slot -x PATH ./a");
+            "/usr/bin/mpirun --allow-run-as-root -np 1 -H localhost:1 --bind-to none --map-by slot -x HOME -x PATH ./a");
 }
 
 TEST(KolorunCommand, TwoHosts) {
   EXPECT_EQ(translate({"-np", "4", "-H", "a:2,b:2", "./train"}).argv,
-            "/usr/bin/mpirun -np 4 -H a:2,b:2 --bind-to none --map-by slot -x PATH ./train");
+            "/usr/bin/mpirun -np 4 -H a:2,b:2 --bind-to none --map-by slot -x HOME -x PATH ./train");
   EXPECT_EQ(translate({"-np", "3", "--hosts", "a,b,c", "./train"}).argv,
-            "/usr/bin/mpirun -np 3 -H a:1,b:1,c:1 --bind-to none --map-by slot -x PATH ./train");
+            "/usr/bin/mpirun -np 3 -H a:1,b:1,c:1 --bind-to none --map-by slot -x HOME -x PATH ./train");
 }
 
 TEST(KolorunCommand, Hostfile) {
   const std::string path = ::testing::TempDir() + "kolorun_hostfile";
   std::ofstream(path) << "# two hosts\nh1 slots=2\nh2:3  # trailing comment\n\nh3\n";
   EXPECT_EQ(translate({"-np", "6", "--hostfile", path, "./t"}).argv,
-            "/usr/bin/mpirun -np 6 -H h1:2,h2:3,h3:1 --bind-to none --map-by slot -x PATH ./t");
+            "/usr/bin/mpirun -np 6 -H h1:2,h2:3,h3:1 --bind-to none --map-by slot -x HOME -x PATH ./t");
 }
 
 TEST(KolorunCommand, EveryOptionBecomesAKoloVariableOrAnMpirunFlag) {
@@ -83,10 +89,10 @@ TEST(KolorunCommand, EveryOptionBecomesAKoloVariableOrAnMpirunFlag) {
                             "-x", "HOME", "--mpi-args", "--mca btl ^openib --tag-output", "--verbose", "./t", "-v"});
   EXPECT_EQ(t.argv,
             "/usr/bin/mpirun -np 2 -H localhost:2 --bind-to none --map-by slot --mca plm_rsh_agent /opt/agent.sh "
-            "--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1 -x PATH -x KOLO_CACHE_CAPACITY "
+            "--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1 -x HOME -x KOLO_CACHE_CAPACITY "
             "-x KOLO_CYCLE_TIME_MS -x KOLO_FUSION_THRESHOLD_BYTES -x KOLO_HIERARCHICAL_ALLGATHER "
             "-x KOLO_HIERARCHICAL_ALLREDUCE -x KOLO_LOG_LEVEL -x KOLO_STALL_CHECK_SECONDS "
-            "-x KOLO_STALL_SHUTDOWN_SECONDS -x KOLO_TIMELINE -x NCCL_SOCKET_IFNAME -x SECRET_TOKEN -x HOME "
+            "-x KOLO_STALL_SHUTDOWN_SECONDS -x KOLO_TIMELINE -x NCCL_SOCKET_IFNAME -x PATH -x SECRET_TOKEN "
             "--mca btl '^openib' --tag-output ./t -v");
   // Values travel in mpirun's environment, never on its command line.
   EXPECT_EQ(t.env,
@@ -110,20 +116,62 @@ TEST(KolorunCommand, NoHierarchicalAllreduceAsksForFlat) {
   EXPECT_EQ(translate({"-np", "4", "--no-hierarchical-allreduce", "./t"}).env, "KOLO_HIERARCHICAL_ALLREDUCE=0");
 }
 
-TEST(KolorunCommand, ForwardsKoloNcclAndPathsFromTheEnvironment) {
-  Translated t = translate({"-np", "1", "./t"},
-                           machine(false, {"NCCL_DEBUG", "HOME", "KOLO_LOG_LEVEL", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH"}));
+TEST(KolorunCommand, ForwardsTheEnvironmentButWhatIsHostSpecific) {
+  Translated t = translate(
+      {"-np", "1", "./t"},
+      machine(false, {"NCCL_DEBUG", "HOME", "KOLO_LOG_LEVEL", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH", "WANDB_API_KEY",
+                      "HF_HOME", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "SSH_CONNECTION", "SSH_AUTH_SOCK", "DISPLAY",
+                      "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "TMUX", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID",
+                      "SLURMD_NODENAME", "OMPI_COMM_WORLD_RANK", "OMPI_MCA_btl", "PMIX_RANK", "HOROVOD_SECRET_KEY",
+                      "HOROVOD_FUSION_THRESHOLD", "BASH_FUNC_module%%"}));
   EXPECT_EQ(t.argv,
-            "/usr/bin/mpirun -np 1 -H localhost:1 --bind-to none --map-by slot -x PATH -x LD_LIBRARY_PATH "
-            "-x PYTHONPATH -x KOLO_LOG_LEVEL -x NCCL_DEBUG ./t");
+            "/usr/bin/mpirun -np 1 -H localhost:1 --bind-to none --map-by slot -x HF_HOME -x HOME "
+            "-x HOROVOD_FUSION_THRESHOLD -x KOLO_LOG_LEVEL -x LD_LIBRARY_PATH -x NCCL_DEBUG -x PATH -x PYTHONPATH "
+            "-x WANDB_API_KEY ./t");
+}
+
+TEST(KolorunCommand, DashXForwardsEvenAHostSpecificVariable) {
+  Translated t = translate({"-np", "1", "-x", "CUDA_VISIBLE_DEVICES", "-x", "TOKEN=1", "./t"},
+                           machine(false, {"PATH", "CUDA_VISIBLE_DEVICES"}));
+  EXPECT_EQ(t.argv,
+            "/usr/bin/mpirun -np 1 -H localhost:1 --bind-to none --map-by slot -x PATH -x TOKEN "
+            "-x CUDA_VISIBLE_DEVICES ./t");
+  EXPECT_EQ(t.env, "TOKEN=1");
+}
+
+TEST(KolorunCommand, WhichVariablesAreHostSpecific) {
+  for (const char* name : {"HOSTNAME", "HOST", "PWD", "OLDPWD", "SHLVL", "_", "SSH_CLIENT", "DISPLAY", "XAUTHORITY",
+                           "XDG_SESSION_TYPE", "TMUX_PANE", "CUDA_VISIBLE_DEVICES", "SLURM_PROCID", "SLURMD_NODENAME",
+                           "OMPI_MCA_btl", "OMPI_COMM_WORLD_SIZE", "PMIX_NAMESPACE", "PMI_RANK", "HOROVOD_SECRET_KEY",
+                           "BASH_FUNC_ml%%", "1X", ""}) {
+    EXPECT_FALSE(forwarded_to_ranks(name)) << name;
+  }
+  for (const char* name : {"PATH", "HOME", "USER", "LANG", "TERM", "TMPDIR", "LD_PRELOAD", "WANDB_API_KEY", "HF_HOME",
+                           "HOROVOD_TIMELINE", "KOLO_MPIRUN", "NCCL_DEBUG", "MY_CUDA_VISIBLE_DEVICES_NOTE",
+                           "SLURMX", "XDG_CONFIG_HOME", "SSH", "HOSTNAME_ALIAS"}) {
+    EXPECT_TRUE(forwarded_to_ranks(name)) << name;
+  }
+}
+
+// The README's *Running jobs* lists every variable kolorun keeps from the ranks.
+TEST(KolorunCommand, ReadmeListsTheHostSpecificVariables) {
+  std::ifstream readme(KOLO_SOURCE_DIR "/README.md");
+  ASSERT_TRUE(readme.good());
+  std::stringstream text;
+  text << readme.rdbuf();
+  for (const HostSpecificVariables& g : host_specific_variables()) {
+    for (const std::string& p : g.patterns) {
+      EXPECT_NE(text.str().find("`" + p + "`"), std::string::npos) << "README lacks `" << p << "`";
+    }
+  }
 }
 
 TEST(KolorunCommand, LongOptionsTakeValuesAfterAnEqualsSign) {
   Translated t = translate({"-np", "2", "--fusion-threshold-mb=16", "--mpi-args=--mca btl self,tcp", "./t",
                             "--lr=0.1"});
   EXPECT_EQ(t.argv,
-            "/usr/bin/mpirun -np 2 -H localhost:2 --bind-to none --map-by slot -x PATH -x KOLO_FUSION_THRESHOLD_BYTES "
-            "--mca btl self,tcp ./t --lr=0.1");
+            "/usr/bin/mpirun -np 2 -H localhost:2 --bind-to none --map-by slot -x HOME -x KOLO_FUSION_THRESHOLD_BYTES "
+            "-x PATH --mca btl self,tcp ./t --lr=0.1");
   EXPECT_EQ(t.env, "KOLO_FUSION_THRESHOLD_BYTES=16777216");
 }
 
@@ -131,20 +179,19 @@ TEST(KolorunCommand, ASubnetIsForMpiOnly) {
   Translated t = translate({"-np", "2", "--network-interface", "10.1.2.0/24", "./t"});
   EXPECT_EQ(t.argv,
             "/usr/bin/mpirun -np 2 -H localhost:2 --bind-to none --map-by slot --mca btl_tcp_if_include 10.1.2.0/24 "
-            "--mca oob_tcp_if_include 10.1.2.0/24 -x PATH ./t");
+            "--mca oob_tcp_if_include 10.1.2.0/24 -x HOME -x PATH ./t");
   EXPECT_EQ(t.env, "");
 }
 
 TEST(KolorunCommand, NoStallCheckAndDoubleDash) {
   Translated t = translate({"-np", "1", "--no-stall-check", "--", "-weird-program"});
   EXPECT_EQ(t.argv,
-            "/usr/bin/mpirun -np 1 -H localhost:1 --bind-to none --map-by slot -x PATH -x KOLO_STALL_CHECK_SECONDS "
-            "-weird-program");
+            "/usr/bin/mpirun -np 1 -H localhost:1 --bind-to none --map-by slot -x HOME -x KOLO_STALL_CHECK_SECONDS "
+            "-x PATH -weird-program");
   EXPECT_EQ(t.env, "KOLO_STALL_CHECK_SECONDS=0");
 }
 
 TEST(KolorunCommand, BadCommandLines) {
-  EXPECT_EQ(parse_error({"python3", "x.py"}), "-np N is required");
   EXPECT_EQ(parse_error({"-np", "2"}), "no command to run: kolorun -np N [options] command [args...]");
   EXPECT_EQ(parse_error({"-np", "0", "x"}), "-np expects a positive integer, got '0'");
   EXPECT_EQ(parse_error({"-np", "two", "x"}), "-np expects a positive integer, got 'two'");
@@ -291,8 +338,8 @@ TEST(KolorunElastic, EachAttemptTellsTheRanksWhichItIs) {
   const LaunchOptions o = parsed({"--host-discovery-script", "./d.sh", "--cache-capacity", "0", "./t"});
   const MpirunCommand c = attempt_command(o, machine(), {{"a", 2}, {"b", 1}}, 3, "00c0ffee", 2);
   EXPECT_EQ(shell_join(c.argv),
-            "/usr/bin/mpirun -np 3 -H a:2,b:1 --bind-to none --map-by slot -x PATH -x KOLO_CACHE_CAPACITY "
-            "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID ./t");
+            "/usr/bin/mpirun -np 3 -H a:2,b:1 --bind-to none --map-by slot -x HOME -x KOLO_CACHE_CAPACITY "
+            "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID -x PATH ./t");
   EXPECT_EQ(command_text(c).substr(0, command_text(c).find(" /usr/bin/mpirun")),
             "KOLO_CACHE_CAPACITY=0 KOLO_ELASTIC=1 KOLO_ELASTIC_JOB_ID=00c0ffee KOLO_ELASTIC_ATTEMPT=2");
 }
@@ -303,8 +350,8 @@ TEST(KolorunElastic, InPlaceRunsUlfmOverTcpAndTellsTheRanksTheMinimum) {
   const MpirunCommand c = attempt_command(o, machine(), {{"a", 2}, {"b", 1}}, 3, "00c0ffee", 0);
   EXPECT_EQ(shell_join(c.argv),
             "/usr/bin/mpirun -np 3 -H a:2,b:1 --bind-to none --map-by slot --with-ft ulfm --mca btl tcp,self "
-            "--mca mpi_ft_detector true --mca mpi_ft_detector_period 1 --mca mpi_ft_detector_timeout 4 -x PATH "
-            "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID -x KOLO_ELASTIC_MIN_NP ./t");
+            "--mca mpi_ft_detector true --mca mpi_ft_detector_period 1 --mca mpi_ft_detector_timeout 4 -x HOME "
+            "-x KOLO_ELASTIC -x KOLO_ELASTIC_ATTEMPT -x KOLO_ELASTIC_JOB_ID -x KOLO_ELASTIC_MIN_NP -x PATH ./t");
   EXPECT_EQ(command_text(c).substr(0, command_text(c).find(" /usr/bin/mpirun")),
             "KOLO_ELASTIC=1 KOLO_ELASTIC_JOB_ID=00c0ffee KOLO_ELASTIC_ATTEMPT=0 KOLO_ELASTIC_MIN_NP=2");
   // Only Open MPI 5 and later have ULFM.
@@ -380,6 +427,96 @@ TEST(KolorunCommand, ShellWords) {
   ASSERT_TRUE(split_shell_words(R"(a 'b c' "d \"e\"" f\ g)", &w, &error));
   EXPECT_EQ(w, (std::vector<std::string>{"a", "b c", "d \"e\"", "f g"}));
   EXPECT_EQ(shell_join({"a b", "it's", "plain-1"}), R"('a b' 'it'\''s' plain-1)");
+}
+
+// An environment of SLURM_* variables, as sbatch -N 2 -n 4 gives its script.
+std::function<const char*(const char*)> slurm_env(std::map<std::string, std::string> vars) {
+  auto env = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [env](const char* name) -> const char* {
+    auto it = env->find(name);
+    return it == env->end() ? nullptr : it->second.c_str();
+  };
+}
+
+const std::map<std::string, std::string> kFourTasksOnTwoNodes = {
+    {"SLURM_JOB_ID", "42"}, {"SLURM_JOB_NODELIST", "node-[1-2]"}, {"SLURM_TASKS_PER_NODE", "2(x2)"},
+    {"SLURM_JOB_NUM_NODES", "2"}};
+
+TEST(KolorunSlurm, TasksPerNodeInSlurmsForm) {
+  std::vector<int> tasks;
+  ASSERT_TRUE(parse_tasks_per_node("2(x3),1", &tasks));
+  EXPECT_EQ(tasks, (std::vector<int>{2, 2, 2, 1}));
+  ASSERT_TRUE(parse_tasks_per_node("4", &tasks));
+  EXPECT_EQ(tasks, std::vector<int>{4});
+  for (const char* bad : {"", "x", "2(x)", "2(x2", "2,", "0", "2(y2)", "-1", "2;1"}) {
+    EXPECT_FALSE(parse_tasks_per_node(bad, &tasks)) << bad;
+  }
+}
+
+TEST(KolorunSlurm, FindsTheAllocationAndItsTasks) {
+  SlurmAllocation a;
+  std::string error;
+  EXPECT_FALSE(find_slurm_allocation(slurm_env({}), &a, &error));
+  EXPECT_EQ(error, "");
+  ASSERT_TRUE(find_slurm_allocation(slurm_env(kFourTasksOnTwoNodes), &a, &error));
+  EXPECT_EQ(a.job_id, "42");
+  EXPECT_EQ(a.nodes, "node-[1-2]");
+  EXPECT_EQ(a.tasks_per_node, "2(x2)");
+  EXPECT_EQ(a.tasks, 4);
+  // Uneven (sbatch -n 3 on 2 nodes of 2 CPUs), and the older names mpirun reads as well.
+  ASSERT_TRUE(find_slurm_allocation(
+      slurm_env({{"SLURM_JOBID", "7"}, {"SLURM_NODELIST", "a,b"}, {"SLURM_TASKS_PER_NODE", "2,1"}}), &a, &error));
+  EXPECT_EQ(a.job_id, "7");
+  EXPECT_EQ(a.nodes, "a,b");
+  EXPECT_EQ(a.tasks, 3);
+  EXPECT_FALSE(find_slurm_allocation(slurm_env({{"SLURM_JOB_ID", "9"}, {"SLURM_TASKS_PER_NODE", "two"}}), &a, &error));
+  EXPECT_EQ(error, "inside Slurm job 9, SLURM_TASKS_PER_NODE='two' is not of Slurm's form (2(x3),1): cannot tell how "
+                   "many ranks the allocation holds");
+  error.clear();
+  EXPECT_FALSE(find_slurm_allocation(slurm_env({{"SLURM_JOB_ID", "9"}}), &a, &error));
+  EXPECT_EQ(error, "inside Slurm job 9, SLURM_TASKS_PER_NODE is not set: cannot tell how many ranks the allocation "
+                   "holds");
+}
+
+TEST(KolorunSlurm, InsideAnAllocationNpDefaultsToItsTasksAndMpirunPlacesTheRanks) {
+  SlurmAllocation a;
+  std::string error;
+  ASSERT_TRUE(find_slurm_allocation(slurm_env(kFourTasksOnTwoNodes), &a, &error));
+  LaunchOptions o = parsed({"python3", "train.py"});
+  ASSERT_TRUE(settle_rank_count(&a, &o, &error)) << error;
+  EXPECT_EQ(o.num_proc, 4);
+  Machine m = machine(true, {"PATH", "SLURM_JOB_ID", "SLURM_TASKS_PER_NODE"});
+  m.placed_by_slurm = placed_by_slurm(&a, o);
+  EXPECT_EQ(shell_join(build_mpirun_command(o, m).argv),
+            "/usr/bin/mpirun --allow-run-as-root -np 4 --bind-to none --map-by slot -x PATH python3 train.py");
+  // Fewer ranks than tasks.
+  o = parsed({"-np", "2", "python3", "train.py"});
+  ASSERT_TRUE(settle_rank_count(&a, &o, &error));
+  EXPECT_EQ(o.num_proc, 2);
+  // Hosts given: they are used, as outside an allocation (mpirun checks them against it).
+  o = parsed({"-np", "2", "-H", "node-1:2", "python3", "train.py"});
+  ASSERT_TRUE(settle_rank_count(&a, &o, &error));
+  EXPECT_FALSE(placed_by_slurm(&a, o));
+}
+
+TEST(KolorunSlurm, MoreRanksThanTheAllocationHoldsAreRefused) {
+  SlurmAllocation a;
+  std::string error;
+  ASSERT_TRUE(find_slurm_allocation(slurm_env(kFourTasksOnTwoNodes), &a, &error));
+  LaunchOptions o = parsed({"-np", "5", "python3", "train.py"});
+  EXPECT_FALSE(settle_rank_count(&a, &o, &error));
+  EXPECT_EQ(error, "-np 5 is more than the 4 tasks of Slurm job 42 (SLURM_TASKS_PER_NODE=2(x2) on node-[1-2]); "
+                   "nothing was started. Ask Slurm for more (sbatch -n), or give -np 4 or less");
+}
+
+TEST(KolorunSlurm, OutsideAnAllocationNpIsRequired) {
+  std::string error;
+  LaunchOptions o = parsed({"python3", "x.py"});
+  EXPECT_FALSE(settle_rank_count(nullptr, &o, &error));
+  EXPECT_EQ(error, "-np N is required (inside a Slurm allocation it defaults to the allocation's tasks)");
+  o = parsed({"--min-np", "2", "python3", "x.py"});
+  EXPECT_TRUE(settle_rank_count(nullptr, &o, &error));
+  EXPECT_EQ(o.num_proc, 0);
 }
 
 }  // namespace

@@ -56,6 +56,58 @@ def test_each_rank_sees_kolo_settings_from_options():
     assert sorted(job.stdout.split("\n")[:2]) == ["0 8388608 3 yes", "1 8388608 3 yes"]
 
 
+def test_the_launching_environment_reaches_every_rank_but_host_specific_variables():
+    # Here both ranks are local (the cluster suite checks other hosts); what kolorun asks mpirun to forward
+    # is what its dry run shows.
+    env = dict(os.environ, WANDB_API_KEY="k-123", SSH_CONNECTION="10.0.0.1 22 10.0.0.2 22", HOSTNAME="launcher")
+    job = kolorun("--dry-run", "-np", "2", "-x", "SSH_CONNECTION", "true", env=env)
+    assert job.returncode == 0, job.stderr
+    forwarded = job.stdout.split()
+    assert forwarded[forwarded.index("WANDB_API_KEY") - 1] == "-x"
+    assert "HOSTNAME" not in forwarded
+    # -x forwards even a host-specific one, after the rest.
+    assert forwarded[-3:] == ["-x", "SSH_CONNECTION", "true"]
+
+
+HOROVOD_SCRIPT = """
+import torch
+import kolo.torch as kolo
+try:
+    kolo.init()
+except Exception as e:
+    print('rank failed: %s' % e, flush=True)
+    raise SystemExit(3)
+kolo.allreduce(torch.ones(1000), name='grad')
+kolo.shutdown()
+"""
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_a_horovod_job_scripts_variables_are_read_as_kolos(tmp_path):
+    # What a Horovod job script exports: the aliases take effect (HOROVOD_TIMELINE writes kolo's timeline,
+    # HOROVOD_LOG_LEVEL=info shows kolo's info lines), and one with no meaning in kolo is named once, by rank 0.
+    timeline = tmp_path / "timeline.json"
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), HOROVOD_TIMELINE=str(timeline), HOROVOD_LOG_LEVEL="info",
+               HOROVOD_THREAD_AFFINITY="0,1", HOROVOD_GPU_OPERATIONS="NCCL")
+    job = kolorun("-np", "2", sys.executable, "-c", HOROVOD_SCRIPT, env=env, timeout=120)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert '"args":{"collective":"MPI_ALLREDUCE","fused":1}' in timeline.read_text()
+    assert "[kolo 0] INFO: initialized: rank 0 of 2" in job.stderr, job.stderr
+    assert job.stderr.count("HOROVOD_THREAD_AFFINITY=0,1 has no meaning in kolo, ignored: kolo pins no thread to a "
+                            "core; KOLO_THREAD_NICE lowers its threads' priority instead") == 1, job.stderr
+    assert "HOROVOD_GPU_OPERATIONS" not in job.stderr  # NCCL is what kolo uses: nothing to say
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_a_bad_horovod_value_fails_init_naming_the_variable_as_written():
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), HOROVOD_FUSION_THRESHOLD="64MB")
+    job = kolorun("-np", "2", sys.executable, "-c", HOROVOD_SCRIPT, env=env, timeout=120)
+    assert job.returncode == 3, job.stdout + job.stderr
+    line = ("rank failed: HOROVOD_FUSION_THRESHOLD='64MB' is not valid: expected a non-negative integer (kolo reads it "
+            "as KOLO_FUSION_THRESHOLD_BYTES).")
+    assert job.stdout.splitlines().count(line) == 2, job.stdout
+
+
 def test_a_failing_rank_makes_kolorun_fail_with_its_status():
     job = kolorun("-np", "2", "sh", "-c", "exit $((OMPI_COMM_WORLD_RANK * 3))")
     assert job.returncode == 3

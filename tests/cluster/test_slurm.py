@@ -1,0 +1,183 @@
+"""kolo under a real Slurm on emulated hosts (tests/cluster/slurm.sh inside cluster.sh): 2 hosts x 2 CPUs,
+a slurmd on each, a slurmctld and munged on this machine, all started and stopped by each test.
+
+Run by ctest (KOLO_BUILD_DIR set), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/cluster/test_slurm.py
+"""
+import os
+import re
+import signal
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
+KOLORUN = BUILD / "bin" / "kolorun"
+
+if os.geteuid() != 0:
+    pytest.skip("emulated hosts need root (network namespaces)", allow_module_level=True)
+if shutil.which("ip") is None or shutil.which("unshare") is None:
+    pytest.skip("emulated hosts need iproute2's ip and util-linux's unshare", allow_module_level=True)
+if not (BUILD / "python" / "kolo").exists():
+    pytest.skip("kolo's Python package was not built", allow_module_level=True)
+
+
+def on_slurm(shell_command, timeout, env=None):
+    """Runs a shell command on this machine with Slurm up on 2 emulated hosts, then tears both down.
+    Past `timeout` the whole run gets SIGTERM, on which the scripts stop Slurm and the hosts (and SIGKILL
+    60 s later). Returns (the finished process, whether it timed out)."""
+    job = subprocess.Popen([str(HERE / "cluster.sh"), "--hosts", "2", "--", str(HERE / "slurm.sh"), "--", "sh", "-c",
+                            shell_command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), **(env or {})),
+                           start_new_session=True)
+    try:
+        out, err = job.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGTERM)
+        try:
+            out, err = job.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            out, err = job.communicate()
+        timed_out = True
+    if job.returncode == 77:
+        pytest.skip(err.strip().splitlines()[-1])
+    return subprocess.CompletedProcess(job.args, job.returncode, out, err), timed_out
+
+
+def running(pid, grace=5.0):
+    """Whether a process still runs after a grace period; a killed one may linger a moment unreaped."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            state = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def left_behind(work_dir):
+    """Processes whose command line names the Slurm run's folder (its daemons), and whether the folder is left."""
+    mine = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if work_dir in cmdline.read_bytes().decode(errors="replace"):
+                mine.append(cmdline.parent.name)
+        except OSError:
+            pass
+    return mine, Path(work_dir).exists()
+
+
+# Prints each rank's place in the job and the result of an allreduce big enough not to ride on the
+# negotiation (1000 float32), then writes its pid.
+LAYOUT = """
+import os, socket, sys, torch
+import kolo.torch as kolo
+kolo.init()
+x = kolo.allreduce(torch.full((1000,), float(kolo.rank() + 1)), op=kolo.Sum, name='x')
+# One write a line, so that the lines of ranks on one host do not interleave (even unbuffered).
+sys.stdout.write('rank %d of %d, local %d of %d, cross %d of %d, on %s: %g\\n' % (kolo.rank(), kolo.size(),
+                 kolo.local_rank(), kolo.local_size(), kolo.cross_rank(), kolo.cross_size(),
+                 socket.gethostname().rsplit('-', 1)[1], x[0].item()))
+"""
+
+# 4 ranks, 2 on each host in order (Slurm's block distribution, mpirun's --map-by slot).
+EXPECTED_LAYOUT = ["rank %d of 4, local %d of 2, cross %d of 2, on %d: 10" % (r, r % 2, r // 2, r // 2 + 1)
+                   for r in range(4)]
+
+
+def layout_lines(output):
+    return sorted(line for line in output.splitlines() if line.startswith("rank "))
+
+
+def test_srun_direct_launch_initialises_kolo_with_the_hosts_layout(tmp_path):
+    # srun --mpi=pmix starts the ranks itself, no mpirun: kolo finds its ranks, hosts (MPI_COMM_TYPE_SHARED
+    # under PMIx) and, across 2 hosts x 2 ranks, goes hierarchical by default (rank 0's timeline).
+    program = tmp_path / "layout.py"
+    program.write_text(LAYOUT)
+    timeline = tmp_path / "timeline.json"
+    job, timed_out = on_slurm("srun --mpi=pmix -N 2 -n 4 %s %s" % (sys.executable, program), timeout=150,
+                              env={"KOLO_TIMELINE": str(timeline)})
+    assert not timed_out and job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    assert layout_lines(job.stdout) == EXPECTED_LAYOUT, job.stdout
+    assert '"collective":"MPI_HIERARCHICAL_ALLREDUCE"' in timeline.read_text()
+
+
+def test_kolorun_in_a_batch_job_runs_a_rank_per_task_on_the_allocated_hosts(tmp_path):
+    # sbatch -N 2 -n 4, whose script says only `kolorun python3 layout.py`: mpirun takes the allocation's
+    # hosts and slots from Slurm (kolorun gives it no -H, and -np 4 from the allocation).
+    program = tmp_path / "layout.py"
+    program.write_text(LAYOUT)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\nexec %s --verbose %s %s\n" % (KOLORUN, sys.executable, program))
+    out = tmp_path / "job.out"
+    job, timed_out = on_slurm("sbatch --wait -N 2 -n 4 -o %s %s" % (out, script), timeout=180)
+    output = out.read_text() if out.exists() else ""
+    assert not timed_out and job.returncode == 0, output[-3000:] + job.stdout[-2000:] + job.stderr[-3000:]
+    assert layout_lines(output) == EXPECTED_LAYOUT, output
+    command = re.search(r"^kolorun: .*$", output, re.M).group(0)
+    assert " -np 4 --bind-to none --map-by slot " in command and " -H " not in command, command
+
+
+def test_kolorun_refuses_more_ranks_than_the_allocation_holds_and_starts_nothing(tmp_path):
+    started = tmp_path / "started"
+    job, timed_out = on_slurm("salloc -N 2 -n 4 %s -np 5 touch %s" % (KOLORUN, started), timeout=120)
+    assert not timed_out and job.returncode == 2, job.stdout[-2000:] + job.stderr[-3000:]
+    assert re.search(r"^kolorun: -np 5 is more than the 4 tasks of Slurm job \d+ \(SLURM_TASKS_PER_NODE=2\(x2\) on "
+                     r"kc\d+-\[1-2\]\); nothing was started\. Ask Slurm for more \(sbatch -n\), or give -np 4 or less$",
+                     job.stderr, re.M), job.stderr[-3000:]
+    assert not started.exists()
+
+
+# Training steps on 4 ranks under srun; rank 3 (on the second host) kills itself at step 20. Every rank
+# records its pid first.
+FAULT = """
+import os, signal, sys, time, torch
+import kolo.torch as kolo
+kolo.init()
+open(os.path.join(sys.argv[1], 'pid.%d' % kolo.rank()), 'w').write(str(os.getpid()))
+for step in range(100000):
+    if step == 20 and kolo.rank() == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    kolo.allreduce(torch.ones(1000), name='grad')
+    time.sleep(0.01)
+"""
+
+
+def test_a_rank_killed_under_srun_ends_the_job_on_every_host_naming_it(tmp_path):
+    program = tmp_path / "fault.py"
+    program.write_text(FAULT)
+    start = time.monotonic()
+    job, timed_out = on_slurm("srun --mpi=pmix -N 2 -n 4 %s %s %s" % (sys.executable, program, tmp_path), timeout=150)
+    assert not timed_out, job.stderr[-3000:]
+    assert job.returncode != 0
+    assert re.search(r"^srun: error: kc\d+-2: task 3: Killed$", job.stderr, re.M), job.stderr[-3000:]
+    assert time.monotonic() - start < 90
+    pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
+    assert len(pids) == 4
+    # Slurm and the hosts are gone by now; so is every rank.
+    assert not [p for p in pids if running(p)], "a rank outlived the job"
+
+
+def test_slurm_is_stopped_and_its_state_removed_after_a_failing_command():
+    job, timed_out = on_slurm('echo "$(dirname $SLURM_CONF)"; sinfo --noheader --format=%D; exit 5', timeout=90)
+    assert not timed_out and job.returncode == 5, job.stderr[-3000:]
+    work_dir, nodes = job.stdout.split()
+    assert nodes == "2"
+    assert left_behind(work_dir) == ([], False)
+
+
+def test_slurm_is_stopped_and_its_state_removed_when_the_run_times_out():
+    job, timed_out = on_slurm('echo "$(dirname $SLURM_CONF)"; srun -N 2 -n 2 sleep 300', timeout=25)
+    assert timed_out
+    work_dir = job.stdout.split()[0]
+    assert left_behind(work_dir) == ([], False)
