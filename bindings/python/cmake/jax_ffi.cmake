@@ -1,7 +1,12 @@
 # kolo.jax's XLA FFI handlers (libkolo_xla_ffi.so), built where a Python with jax is at hand: jaxlib
 # ships XLA's FFI headers. KOLO_JAX_PYTHON names that Python (.ci/setup passes its virtual environment's;
 # under pip, the environment kolo is installed into). KOLO_WITH_JAX: AUTO, ON (required) or OFF.
-set(KOLO_JAX_PYTHON "${Python_EXECUTABLE}" CACHE FILEPATH "A Python whose jaxlib provides XLA's FFI headers")
+# Empty means the build's Python, decided at each configure rather than cached: a build folder that
+# another environment reuses (pip's build-dir) follows that environment.
+set(KOLO_JAX_PYTHON "" CACHE FILEPATH "A Python whose jaxlib provides XLA's FFI headers (empty: the build's Python)")
+if(NOT KOLO_JAX_PYTHON)
+  set(KOLO_JAX_PYTHON "${Python_EXECUTABLE}")
+endif()
 set(KOLO_WITH_JAX "AUTO" CACHE STRING "kolo.jax's XLA handlers: AUTO, ON or OFF (1 and 0 too)")
 kolo_switch(KOLO_WITH_JAX)
 

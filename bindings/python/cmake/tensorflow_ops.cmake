@@ -2,7 +2,10 @@
 # TensorFlow that KOLO_TF_PYTHON has (by default KOLO_JAX_PYTHON, the virtual environment .ci/setup
 # makes; under pip, the environment kolo is installed into), as tf.sysconfig gives them, and loaded by
 # tf.load_op_library. KOLO_WITH_TENSORFLOW: AUTO (built where TensorFlow is found), ON (required), OFF.
-set(KOLO_TF_PYTHON "${KOLO_JAX_PYTHON}" CACHE FILEPATH "A Python with TensorFlow, for kolo.tensorflow's ops")
+set(KOLO_TF_PYTHON "" CACHE FILEPATH "A Python with TensorFlow, for kolo.tensorflow's ops (empty: KOLO_JAX_PYTHON's)")
+if(NOT KOLO_TF_PYTHON)
+  set(KOLO_TF_PYTHON "${KOLO_JAX_PYTHON}")
+endif()
 set(KOLO_WITH_TENSORFLOW "AUTO" CACHE STRING "kolo.tensorflow's ops: AUTO, ON or OFF (1 and 0 too)")
 kolo_switch(KOLO_WITH_TENSORFLOW)
 

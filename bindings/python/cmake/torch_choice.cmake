@@ -2,7 +2,10 @@
 # so it needs no torch at build time and works with whichever torch (1.13 on) is installed later.
 # KOLO_WITH_PYTORCH: AUTO (the default: installed), ON (also checks that KOLO_TORCH_PYTHON, by default
 # the build's Python, has torch, and stops if not), OFF (importing kolo.torch then says so).
-set(KOLO_TORCH_PYTHON "${Python_EXECUTABLE}" CACHE FILEPATH "The Python whose torch KOLO_WITH_PYTORCH=ON checks for")
+set(KOLO_TORCH_PYTHON "" CACHE FILEPATH "The Python whose torch KOLO_WITH_PYTORCH=ON checks for (empty: the build's)")
+if(NOT KOLO_TORCH_PYTHON)
+  set(KOLO_TORCH_PYTHON "${Python_EXECUTABLE}")
+endif()
 set(KOLO_WITH_PYTORCH "AUTO" CACHE STRING "kolo.torch: AUTO, ON or OFF (1 and 0 too)")
 kolo_switch(KOLO_WITH_PYTORCH)
 
