@@ -12,6 +12,7 @@
 
 #include "elastic_launch.h"
 #include "kolo/c_api.h"
+#include "kolo_build_choices.h"
 #include "launch_checks.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
@@ -55,8 +56,12 @@ int main(int argc, char** argv) {
     std::cout << usage();
     return 0;
   }
+  if (options.version) {
+    std::cout << "kolorun (kolo) " << kolo_version() << "\n";
+    return 0;
+  }
   if (options.check_build) {
-    std::cout << kolo_build_summary();
+    std::cout << kolo_build_summary() << KOLO_BUILD_CHOICES;
     return 0;
   }
 

@@ -98,7 +98,8 @@ const char* usage() {
          "  --hostfile FILE                   hosts from a file: lines 'host slots=N' or 'host:N'\n"
          "  --verbose                         print the mpirun command before running it\n"
          "  --dry-run                         print the mpirun command, start nothing\n"
-         "  --check-build                     which of MPI, CUDA and NCCL this kolo has\n"
+         "  --check-build                     what this kolo was built with (MPI, CUDA, NCCL, frameworks), and why not\n"
+         "  --version                         kolo's version\n"
          "  --timeline-filename FILE          KOLO_TIMELINE\n"
          "  --fusion-threshold-mb N           KOLO_FUSION_THRESHOLD_BYTES, in MiB (0: no fusion)\n"
          "  --cycle-time-ms N                 KOLO_CYCLE_TIME_MS\n"
@@ -361,6 +362,8 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       o->dry_run = true;
     } else if (a == "--check-build" || a == "-cb") {
       o->check_build = true;
+    } else if (a == "--version") {
+      o->version = true;
     } else if (a == "-h" || a == "--help") {
       o->help = true;
     } else if (a == "--network-interface") {
@@ -429,7 +432,7 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       return false;
     }
   }
-  if (o->help || o->check_build) return true;
+  if (o->help || o->check_build || o->version) return true;
   if (!o->discovery_script.empty() && hosts_given) {
     *error = "give hosts one way: --host-discovery-script, or -H/--hostfile";
     return false;

@@ -21,6 +21,7 @@ struct LaunchOptions {
   bool verbose = false;
   bool dry_run = false;
   bool check_build = false;
+  bool version = false;              // --version: print kolo's version, start nothing
   bool help = false;
   double start_timeout_seconds = 30;
   std::string network_interface;

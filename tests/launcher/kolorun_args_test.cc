@@ -220,6 +220,16 @@ LaunchOptions parsed(const std::vector<std::string>& args) {
   return o;
 }
 
+TEST(KolorunCommand, VersionCheckBuildAndHelpNeedNoRanksOrCommand) {
+  for (const char* option : {"--version", "--check-build", "-cb", "--help", "-h"}) {
+    LaunchOptions o = parsed({option});
+    EXPECT_EQ(o.version, std::string(option) == "--version") << option;
+    EXPECT_EQ(o.check_build, std::string(option) == "--check-build" || std::string(option) == "-cb") << option;
+    EXPECT_EQ(o.help, std::string(option) == "--help" || std::string(option) == "-h") << option;
+  }
+  EXPECT_EQ(parse_error({"--version=1"}), "--version takes no value");
+}
+
 TEST(KolorunElastic, OptionsAndTheirDefaults) {
   LaunchOptions o = parsed({"-np", "2", "./t"});
   EXPECT_FALSE(o.elastic());

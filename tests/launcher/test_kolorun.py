@@ -3,6 +3,7 @@
 Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m pytest tests/launcher
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", "build")).resolve()
 KOLORUN = str(BUILD / "bin" / "kolorun")
 EXAMPLE = BUILD / "examples" / "cpp"
@@ -383,9 +385,28 @@ def test_elastic_dry_run_prints_the_first_attempt(elastic):
 def test_check_build_and_help():
     job = kolorun("--check-build")
     assert job.returncode == 0
-    assert job.stdout.splitlines()[1].startswith("  [X] MPI    Open MPI")
+    lines = job.stdout.splitlines()
+    assert lines[1].startswith("  [X] MPI    Open MPI")
+    # Then what the build chose and why, as the Python package records it (cmake/build_info.cmake).
+    info = {}
+    exec((BUILD / "python" / "kolo" / "_build_info.py").read_text(), info)
+    part = {"torch": "kolo.torch", "tensorflow": "kolo.tensorflow's ops", "jax": "kolo.jax's XLA handlers"}
+    expected = ["Built with (decided when kolo was configured):", "  CUDA + NCCL   " + info["CUDA"]]
+    for key, name in (("torch", "PyTorch   "), ("tensorflow", "TensorFlow"), ("jax", "JAX       ")):
+        state, detail = info["FRAMEWORKS"][key]
+        expected.append({"built": "  [X] %s  %s: %s" % (name, part[key], detail) if key == "torch"
+                         else "  [X] %s  %s, built against %s %s" % (name, part[key], key, detail),
+                         "off": "  [ ] %s  %s left out: %s" % (name, part[key], detail),
+                         "missing": "  [ ] %s  %s not built: %s" % (name, part[key], detail)}[state])
+    assert lines[-5:] == expected
     job = kolorun("--help")
     assert job.returncode == 0 and job.stdout.startswith("usage: kolorun -np N")
+
+
+def test_version_is_the_projects():
+    version = re.search(r"project\(kolo VERSION ([0-9.]+)", (ROOT / "CMakeLists.txt").read_text()).group(1)
+    job = kolorun("--version")
+    assert (job.returncode, job.stdout, job.stderr) == (0, "kolorun (kolo) %s\n" % version, "")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ try:
     from kolo import _C
 except ImportError as e:  # pragma: no cover - a broken install, reported clearly
     raise ImportError(
-        "kolo's extension module kolo._C could not be loaded (%s). Build kolo (.ci/setup) and put "
-        "build/python on PYTHONPATH, or pip install ./bindings/python." % e) from e
+        "kolo's extension module kolo._C could not be loaded (%s). Install kolo (pip install . in its source "
+        "tree), or build it (.ci/setup) and put build/python on PYTHONPATH." % e) from e
 
 # Status codes, as in include/kolo/c_api.h.
 OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT, PEERS_FAILED = range(9)

@@ -13,6 +13,10 @@
 Collectives take arrays or whole pytrees (one fused request per call) and work both inside
 jax.jit (as XLA custom calls, on the buffers XLA owns) and on concrete arrays outside it.
 """
+from kolo import _frameworks
+
+_frameworks.require("jax")  # before anything imports jax: a clear error where it cannot
+
 from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cross_rank, cross_size,
                         cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
                         local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,

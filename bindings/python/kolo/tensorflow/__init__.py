@@ -19,6 +19,10 @@ TensorFlow script.
 The collectives are TensorFlow ops (C++ asynchronous kernels over kolo's engine), eager and inside
 tf.function, differentiable.
 """
+from kolo import _frameworks
+
+_frameworks.require("tensorflow")  # before anything imports tensorflow: a clear error where it cannot
+
 from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cross_rank, cross_size,
                         cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
                         local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,

@@ -18,9 +18,11 @@ from kolo._process_sets import ProcessSet, add_process_set, global_process_set, 
 _LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kolo_tf_ops.so")
 try:
     _ops = tf.load_op_library(_LIBRARY)
-except (tf.errors.NotFoundError, OSError) as e:  # pragma: no cover - a build without TensorFlow
-    raise ImportError("kolo.tensorflow's ops (%s) could not be loaded: %s. Build kolo with a Python that has "
-                      "TensorFlow (cmake -DKOLO_TF_PYTHON=..., .ci/setup does it with .venv)" % (_LIBRARY, e)) from e
+except (tf.errors.NotFoundError, OSError) as e:  # e.g. kolo built against another TensorFlow
+    from kolo import _build_info, _frameworks
+    raise ImportError("kolo.tensorflow's ops (%s) could not be loaded into TensorFlow %s (kolo was built against %s): "
+                      "%s. To build them against this TensorFlow, %s"
+                      % (_LIBRARY, tf.__version__, _build_info.FRAMEWORKS["tensorflow"][1], e, _frameworks.rebuild())) from e
 
 # Inside tf.function, TensorFlow runs stateful ops in program order, each after the one before has
 # finished: kolo's ops would then reach the engine one at a time and never fuse. They need not be

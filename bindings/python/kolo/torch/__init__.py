@@ -7,6 +7,10 @@
     optimizer = kolo.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     kolo.broadcast_optimizer_state(optimizer, root_rank=0)
 """
+from kolo import _frameworks
+
+_frameworks.require("torch")  # before anything imports torch: a clear error where it cannot
+
 from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cuda_built, ddl_built,
                         gloo_built, gloo_enabled, is_homogeneous, mpi_built, mpi_enabled, nccl_built, rocm_built,
                         start_timeline, stop_timeline)
