@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from processes import running
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
@@ -24,20 +26,6 @@ if shutil.which("ip") is None or shutil.which("unshare") is None:
 
 # Hosts fill in order: ranks 0-1 on the first, 2-3 on the second.
 HOSTS = '"$(echo $CLUSTER_HOSTS | sed "s/,/:2,/g"):2"'
-
-
-def running(pid, grace=5.0):
-    """Whether a process still runs after a grace period; a killed one may linger a moment unreaped."""
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            state = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-        if state in ("Z", "X"):
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def on_cluster(shell_command, timeout=300, env=None, hosts=2):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from processes import running
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
@@ -49,20 +51,6 @@ def on_slurm(shell_command, timeout, env=None):
     if job.returncode == 77:
         pytest.skip(err.strip().splitlines()[-1])
     return subprocess.CompletedProcess(job.args, job.returncode, out, err), timed_out
-
-
-def running(pid, grace=5.0):
-    """Whether a process still runs after a grace period; a killed one may linger a moment unreaped."""
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            state = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-        if state in ("Z", "X"):
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def left_behind(work_dir):
