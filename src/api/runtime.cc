@@ -85,9 +85,10 @@ Status Runtime::init(const Settings& overrides) {
   base_config_ = config;
   timeline_path_ = config.timeline_path;
   timeline_cycles_ = config.timeline_mark_cycles;
-  s = MPI_Comm_dup(world_, &sets_comm_) == MPI_SUCCESS ? Status::OK()
-                                                               : Status::Internal("MPI_Comm_dup failed (process sets)");
-  if (!s.ok()) return s;
+  if (MPI_Comm_dup(world_, &sets_comm_) != MPI_SUCCESS) {
+    sets_comm_ = MPI_COMM_NULL;
+    return Status::Internal("MPI_Comm_dup failed (process sets)");
+  }
   MPI_Comm_set_errhandler(sets_comm_, MPI_ERRORS_RETURN);
   track_comm(sets_comm_);
 
@@ -223,6 +224,7 @@ Status Runtime::shutdown() {
     if (device_ && !peers_failed_.ok()) failed_devices_.push_back(device_);
     kept_.push_back(std::shared_ptr<MpiContext>(context_.release()));
     device_.reset();
+    release_comm(&sets_comm_);  // revoked after a failure in place: left to MPI, not freed
     return Status::OK();
   }
   forget_engine(engine);
@@ -240,10 +242,7 @@ Status Runtime::shutdown() {
   context_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (sets_comm_ != MPI_COMM_NULL && !finalized) {
-    untrack_comm(sets_comm_);
-    MPI_Comm_free(&sets_comm_);
-  }
+  if (!finalized) release_comm(&sets_comm_);
   sets_comm_ = MPI_COMM_NULL;
   return Status::OK();
 }
@@ -357,7 +356,10 @@ Status Runtime::open_world() {
     world_ = MPI_COMM_WORLD;
     return Status::OK();
   }
-  if (MPI_Comm_dup(MPI_COMM_WORLD, &world_) != MPI_SUCCESS) return Status::Internal("MPI_Comm_dup failed (job)");
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &world_) != MPI_SUCCESS) {
+    world_ = MPI_COMM_NULL;
+    return Status::Internal("MPI_Comm_dup failed (job)");
+  }
   MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
   track_comm(world_);
   set_peer_failure_hook([this](const std::string& what) { peers_failed(what); });

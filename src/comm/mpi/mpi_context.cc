@@ -10,10 +10,10 @@
 namespace kolo {
 namespace {
 
-void free_comm(MPI_Comm* c) {
-  if (*c == MPI_COMM_NULL) return;
-  untrack_comm(*c);
-  MPI_Comm_free(c);
+// A failed creation may leave its output handle as it was: it must not be freed later.
+int created(int rc, MPI_Comm* out) {
+  if (rc != MPI_SUCCESS) *out = MPI_COMM_NULL;
+  return rc;
 }
 
 }  // namespace
@@ -29,19 +29,20 @@ Status MpiContext::create(MPI_Comm parent, std::unique_ptr<MpiContext>* out) {
 }
 
 Status MpiContext::init(MPI_Comm parent) {
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(parent, &control_), "MPI_Comm_dup");
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_dup(parent, &data_), "MPI_Comm_dup");
+  KOLO_MPI_RETURN_IF_ERROR(created(MPI_Comm_dup(parent, &control_), &control_), "MPI_Comm_dup");
+  KOLO_MPI_RETURN_IF_ERROR(created(MPI_Comm_dup(parent, &data_), &data_), "MPI_Comm_dup");
   // Errors come back as codes on kolo's communicators, to fail the op rather than abort the job.
   MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
   Topology& t = topology_;
   MPI_Comm_rank(data_, &t.rank);
   MPI_Comm_size(data_, &t.size);
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &local_),
-                           "MPI_Comm_split_type");
+  KOLO_MPI_RETURN_IF_ERROR(
+      created(MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &local_), &local_),
+      "MPI_Comm_split_type");
   MPI_Comm_rank(local_, &t.local_rank);
   MPI_Comm_size(local_, &t.local_size);
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Comm_split(data_, t.local_rank, t.rank, &cross_), "MPI_Comm_split");
+  KOLO_MPI_RETURN_IF_ERROR(created(MPI_Comm_split(data_, t.local_rank, t.rank, &cross_), &cross_), "MPI_Comm_split");
   MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN);
   for (MPI_Comm c : {control_, data_, local_, cross_}) track_comm(c);
@@ -83,10 +84,10 @@ MpiContext::~MpiContext() {
       }
     }
   }
-  free_comm(&cross_);
-  free_comm(&local_);
-  free_comm(&data_);
-  free_comm(&control_);
+  release_comm(&cross_);
+  release_comm(&local_);
+  release_comm(&data_);
+  release_comm(&control_);
 }
 
 MPI_Datatype MpiContext::datatype(DataType dtype) const { return mpi_datatype(dtype); }

@@ -95,6 +95,26 @@ void untrack_comm(MPI_Comm comm) {
   r.comms.erase(std::remove(r.comms.begin(), r.comms.end(), comm), r.comms.end());
 }
 
+bool comm_revoked(MPI_Comm comm) {
+#if defined(MPIX_ERR_PROC_FAILED)
+  int revoked = 0;
+  return comm != MPI_COMM_NULL && MPIX_Comm_is_revoked(comm, &revoked) == MPI_SUCCESS && revoked;
+#else
+  (void)comm;
+  return false;
+#endif
+}
+
+void release_comm(MPI_Comm* comm) {
+  if (*comm == MPI_COMM_NULL) return;
+  untrack_comm(*comm);
+  if (comm_revoked(*comm)) {
+    *comm = MPI_COMM_NULL;
+    return;
+  }
+  MPI_Comm_free(comm);
+}
+
 void set_peer_failure_hook(std::function<void(const std::string&)> hook) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);

@@ -34,6 +34,12 @@ bool is_peer_failure(int rc);
 // kolo's communicators, revoked together when a peer fails. Safe from any thread.
 void track_comm(MPI_Comm comm);
 void untrack_comm(MPI_Comm comm);
+// Whether `comm` has been revoked (ULFM); false without ULFM.
+bool comm_revoked(MPI_Comm comm);
+// Frees `*comm` (untracked first) and sets it to MPI_COMM_NULL; a revoked one is left to MPI, not
+// freed: Open MPI (5.0, ULFM) reuses a freed revoked communicator's id for the survivors' next one,
+// whose creation then never completes. No-op on MPI_COMM_NULL.
+void release_comm(MPI_Comm* comm);
 
 // Called once per failure, after the revocation, on a thread of its own (the thread that saw the
 // failure may hold the caller's locks): the runtime's, set when the job survives failures in place.

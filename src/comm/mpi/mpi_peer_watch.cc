@@ -190,6 +190,12 @@ bool MpiPeerWatch::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (lost_) return false;  // requests stay posted: a lost peer will never match them
+  if (comm_revoked(comm_)) {
+    // A peer failed in place: every survivor's watch stops at once, and nothing more goes over this one.
+    release_comm(&comm_);
+    clean_ = true;
+    return true;
+  }
   for (Peer& p : peers_) {
     if (!p.gone) send(p, kBye, 0, 0.5);
   }
@@ -203,8 +209,7 @@ bool MpiPeerWatch::stop() {
       MPI_Wait(&p.recv, MPI_STATUS_IGNORE);
     }
   }
-  untrack_comm(comm_);
-  MPI_Comm_free(&comm_);
+  release_comm(&comm_);
   clean_ = true;
   return true;
 }
