@@ -20,6 +20,7 @@
 
 #include "failure_blame.h"
 #include "host_discovery.h"
+#include "attempt_start.h"
 #include "in_place_reports.h"
 
 namespace kolo {
@@ -120,6 +121,7 @@ struct ErrorWatch {
   double peer_lost_at = 0;  // when a rank's peer watch first reported a lost peer
   SurvivorExits survivors;  // in place: the survivors of a lost peer that said they exit
   int in_place_size = 0;    // in place: the job's size after its last recovery (0: none yet)
+  bool started = false;     // rank 0 said every rank of the attempt has started
 
   // Reads what is there without blocking; false once mpirun's side is closed.
   bool pump() {
@@ -141,6 +143,7 @@ struct ErrorWatch {
           if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
           survivors.read(line);
           if (const int n = in_place_job_size(line)) in_place_size = n;
+          if (started_ranks(line) > 0) started = true;
           line.clear();
         }
         continue;
@@ -190,6 +193,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   double ending_since = 0;  // when kolorun began ending an attempt that outlived a lost peer
   double survivors_gone_at = 0;  // in place: when the last survivor said it exits
   bool ending_for_survivors = false;
+  const double started_at = now();
   double next = now() + o.discovery_interval_seconds;
   int status = 0;
   for (;;) {
@@ -209,9 +213,16 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
         !o.in_place && errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds;
     if (o.in_place && survivors_gone_at == 0 && errors->survivors.all_exited()) survivors_gone_at = now();
     const bool survivors_gone = survivors_gone_at > 0 && now() - survivors_gone_at > kSurvivorsGoneGraceSeconds;
-    if (outlived_peer || survivors_gone) {
+    // A rank frozen (or its host cut off) in MPI's start-up holds every rank there, out of reach of
+    // kolo's peer watch and of ULFM's detector: the attempt ends and the next starts from the last commit.
+    const bool not_started = !errors->started && now() - started_at > o.ranks_start_timeout_seconds;
+    if (outlived_peer || survivors_gone || not_started) {
       if (ending_since == 0) {
-        if (survivors_gone) {
+        if (not_started && !survivors_gone && !outlived_peer) {
+          say() << "the ranks of attempt " << attempt << " have not all started within --start-timeout "
+                << o.ranks_start_timeout_seconds << " s (one frozen, or its host unreachable, in MPI's start-up?): "
+                << "ending mpirun\n";
+        } else if (survivors_gone) {
           say() << "every rank left in place has exited (status " << errors->survivors.status()
                 << "); mpirun still waits for a lost one (frozen, or its host cut off): ending mpirun\n";
         } else {

@@ -119,7 +119,8 @@ const char* usage() {
          "  --no-stall-check                  KOLO_STALL_CHECK_SECONDS=0\n"
          "  --log-level LEVEL                 KOLO_LOG_LEVEL (trace, debug, info, warning, error)\n"
          "  --network-interface IF            the interface for MPI's control and data traffic (and NCCL's)\n"
-         "  --start-timeout SECONDS           how long to wait for every host to answer (default 30)\n"
+         "  --start-timeout SECONDS           how long every host has to answer (default 30) and, elastic, every\n"
+         "                                    rank of an attempt to start (default 120; else the attempt restarts)\n"
          "  --rsh-agent COMMAND               how to reach other hosts (default: ssh)\n"
          "  -x VAR[=VALUE]                    forward VAR to every rank, or set it\n"
          "  --min-np N                        elastic: start (and restart) once there are N slots (default 1)\n"
@@ -371,6 +372,7 @@ bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, 
       o->network_interface = v;
     } else if (a == "--start-timeout") {
       if (!seconds(a, false, &o->start_timeout_seconds)) return false;
+      o->ranks_start_timeout_seconds = o->start_timeout_seconds;
     } else if (a == "--min-np") {
       if (!count(a, 1, &o->min_np)) return false;
     } else if (a == "--max-np") {

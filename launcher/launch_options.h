@@ -24,6 +24,10 @@ struct LaunchOptions {
   bool version = false;              // --version: print kolo's version, start nothing
   bool help = false;
   double start_timeout_seconds = 30;
+  // Elastic: every rank of an attempt must have started (kolo initialized) this long after mpirun
+  // starts, else kolorun ends the attempt and restarts (a rank frozen in MPI's start-up holds all).
+  // --start-timeout sets it too.
+  double ranks_start_timeout_seconds = 120;
   std::string network_interface;
   std::string rsh_agent;             // reaches other hosts; empty: ssh
   std::vector<std::string> mpi_args; // --mpi-args, split as a shell would

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -116,6 +117,14 @@ Status Runtime::init(const Settings& overrides) {
                              << "; a frozen or unreachable process may leave the others waiting");
     }
   }
+  if (!said_started_ && topo.rank == 0) {
+    // The context's creation gathered every rank: kolorun bounds an elastic attempt's start by this line
+    // (launcher/attempt_start.h).
+    const char* elastic = std::getenv("KOLO_ELASTIC");
+    if (elastic != nullptr && std::string(elastic) == "1") std::fprintf(stderr, "kolo: all %d ranks have started\n", topo.size);
+    std::fflush(stderr);
+  }
+  said_started_ = true;
   KOLO_LOG(kInfo, "initialized: rank " << topo.rank << " of " << topo.size << ", local rank " << topo.local_rank
                                        << " of " << topo.local_size << ", host " << topo.cross_rank << " of "
                                        << topo.cross_size);

@@ -139,6 +139,8 @@ class Runtime {
   std::string timeline_path_;  // the job's timeline being written, for sets added meanwhile
   bool timeline_cycles_ = false;
   bool exit_hook_ = false;
+  // Rank 0 of an elastic job (KOLO_ELASTIC, set by kolorun) has said every rank started: once per process.
+  bool said_started_ = false;
   std::unique_ptr<MpiPeerWatch> watch_;
   Status lost_;                                   // not OK once a peer is lost
   // The job's communicator: MPI_COMM_WORLD, or with ULFM on a duplicate of it that recovery

@@ -34,6 +34,12 @@ parser.add_argument("--lr", type=float, default=0.1)
 parser.add_argument("--out", required=True)
 args = parser.parse_args()
 
+# ELASTIC_TEST_FREEZE_AT_START="ATTEMPT:RANK": that rank of that attempt SIGSTOPs itself before init(),
+# printing its pid first; the others then wait inside MPI's start-up (kolorun's --start-timeout).
+freeze_at_start = os.environ.get("ELASTIC_TEST_FREEZE_AT_START", "").split(":")
+if freeze_at_start == [os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"), os.environ.get("OMPI_COMM_WORLD_RANK")]:
+    print("frozen at start with pid %d" % os.getpid(), flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)
 hvd.init()
 torch.set_num_threads(1)
 digits = load_digits()

@@ -294,6 +294,32 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path, peer_timeout):
     print("frozen: training again %.3f s after the freeze" % seconds_to_recover(text))
 
 
+def test_a_rank_frozen_in_mpis_start_up_restarts_the_attempt(tmp_path):
+    # Frozen before init(): the others wait inside MPI_Init for it, where neither kolo's peer watch nor
+    # ULFM's detector runs yet. kolorun ends the attempt after --start-timeout and starts the next from the
+    # last commit (none yet); no process of the first is left behind.
+    env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
+                  ELASTIC_TEST_FREEZE_AT_START="0:2")
+    out = tmp_path / "weights.pt"
+    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", "3", "--start-timeout", "15",
+           "-x", "ELASTIC_TEST_FREEZE_AT_START"]
+    job, log = launch(tmp_path, cmd + digits(out), env)
+    frozen = None
+    try:
+        text = finish(job, log, timeout=150)
+        frozen = re.search(r"frozen at start with pid (\d+)", text)
+        assert job.returncode == 0, text
+        assert "the ranks of attempt 0 have not all started within --start-timeout 15 s" in text, text
+        assert "attempt 1 starts at step 0 on 3 ranks" in text, text
+        from test_elastic import assert_same_weights, reference
+        weights, _ = reference([(None, 3)])
+        assert_same_weights(out, weights)
+        assert frozen is not None and not running(int(frozen.group(1))), text
+    finally:
+        if frozen is not None and running(int(frozen.group(1))):
+            os.kill(int(frozen.group(1)), signal.SIGKILL)
+
+
 def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
     """tf_in_place.py, keras_in_place.py or jax_in_place.py (tests/in_place) on 3 ranks, rank 2 killed
     before step (epoch) 10: checks that the survivors went on in place, and ended, in the same

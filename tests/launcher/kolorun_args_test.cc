@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "attempt_start.h"
 #include "elastic_launch.h"
 #include "failure_blame.h"
 #include "forwarded_environment.h"
@@ -328,6 +329,19 @@ TEST(KolorunElastic, TheJobsSizeAfterARecoveryInPlace) {
                            "kolo.elastic: rank 0 of 3: tensor 'g' did not run", ""}) {
     EXPECT_EQ(in_place_job_size(line), 0) << line;
   }
+}
+
+TEST(KolorunElastic, AnAttemptsRanksHaveStarted) {
+  EXPECT_EQ(started_ranks("kolo: all 3 ranks have started"), 3);
+  EXPECT_EQ(started_ranks("[1,0]<stderr>: kolo: all 12 ranks have started"), 12);
+  for (const char* line : {"kolo: all 3 ranks", "kolo: all x ranks have started", "kolo: all 0 ranks have started",
+                           "kolo: rank 0 of 2, left in place after a peer was lost, exits with status 0", ""}) {
+    EXPECT_EQ(started_ranks(line), 0) << line;
+  }
+  // --start-timeout bounds both the hosts' answer and the ranks' start.
+  EXPECT_EQ(parsed({"./t"}).ranks_start_timeout_seconds, 120);
+  EXPECT_EQ(parsed({"--start-timeout", "45", "./t"}).ranks_start_timeout_seconds, 45);
+  EXPECT_EQ(parsed({"--start-timeout", "45", "./t"}).start_timeout_seconds, 45);
 }
 
 TEST(KolorunElastic, RanksPerAttempt) {
