@@ -3,12 +3,17 @@ shape (the program the elastic tests run under kolorun; see test_elastic.py).
 
 Per-rank batches of --batch-size from an ElasticSampler, a commit every --commit-every steps. A test
 hook, from the environment: ELASTIC_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes that rank, before that
-step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a line
-each (what the discovery script prints) and then, for ACTION "die", SIGKILL itself (its host "goes away"), for "freeze", SIGSTOP itself
-(frozen: kolo's peer watch finds it), for "cut", takes its host's link down for good (emulated hosts
-only), for "die-in-recovery", SIGKILLs itself when a peer's failure next reaches it (while the others
-recover: before the shrink), for "die-in-sync", in the recovery's sync (after the shrink); "grow" only
-writes the hosts. Several events: ";" between them, and between their hosts after.
+step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a
+line each (what the discovery script prints) and then, for ACTION
+- "die", SIGKILL itself (its host "goes away");
+- "freeze", SIGSTOP itself (frozen: kolo's peer watch finds it);
+- "cut", take its host's link down for good (emulated hosts only);
+- "die-in-recovery", SIGKILL itself when a peer's failure next reaches it (while the others recover:
+  before the shrink); "die-in-sync", in the recovery's sync (after the shrink);
+- "die-in-commit", halfway through writing its next commit for its host (a local rank 0);
+- "grow", only write the hosts.
+Several events: ";" between them, and between their hosts after. ELASTIC_TEST_FREEZE_AT_START and
+ELASTIC_TEST_STEP_SECONDS: below.
 Every rank prints its pid at the start and the end (in place, the survivors' are the same); rank 0 prints
 where each attempt (or, in place, each recovery) starts; at the end it saves the weights to --out and
 prints the test accuracy."""
@@ -57,6 +62,8 @@ events = [e.split(":") for e in os.environ.get("ELASTIC_TEST_EVENT", "").split("
 hosts_after = os.environ.get("ELASTIC_TEST_HOSTS_AFTER", "").split(";")
 attempt = int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
 dies_in_recovery = None  # when, for the die-in-* events
+# ELASTIC_TEST_STEP_SECONDS: a pause in every step, so that a chaos test's faults land mid-training.
+step_seconds = float(os.environ.get("ELASTIC_TEST_STEP_SECONDS", "0"))
 
 
 def test_event(step):
@@ -76,12 +83,30 @@ def test_event(step):
             deadline = time.time() + 30
             while not runner._hosts_changed and time.time() < deadline:
                 time.sleep(0.05)
+        if event[3] == "die-in-commit":
+            die_in_commit()
         if event[3] in ("die-in-recovery", "die-in-sync"):
             global dies_in_recovery
             dies_in_recovery = event[3]
         if event[3] == "cut":  # the host's link goes down for good (an emulated host: its own eth0)
             time.sleep(0.5)  # the line above, forwarded by mpirun's daemon, gets out first
             subprocess.run(["ip", "link", "set", "eth0", "down"], check=True)
+
+
+def die_in_commit():
+    """The next commit this rank keeps for its host (local rank 0) writes half its payload, then the rank
+    SIGKILLs itself: the host is left a commit cut short."""
+    dump = state.serialize
+
+    def dying(f):
+        import io
+        whole = io.BytesIO()
+        dump(whole)
+        f.write(whole.getvalue()[:len(whole.getvalue()) // 2])
+        f.flush()
+        print("dies in its commit at %.3f" % time.time(), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    state.serialize = dying
 
 
 @hvd.elastic.run
@@ -105,6 +130,8 @@ def train_from(state):
         indices = list(iter(sampler))
         for start in range(0, len(indices), args.batch_size):
             test_event(state.step)
+            if step_seconds:
+                time.sleep(step_seconds)
             batch = torch.tensor(indices[start:start + args.batch_size])
             optimizer.zero_grad()
             F.cross_entropy(model(x_train[batch]), y_train[batch]).backward()

@@ -54,7 +54,7 @@ def digits_split():
     return train_test_split(x, y, test_size=0.2, random_state=0)
 
 
-def schedule_steps(schedule, train):
+def schedule_steps(schedule, train, epochs=EPOCHS):
     """The job's steps under `schedule` ([(steps, size), ...], the last running to the end) as its
     ElasticSamplers deal `train` samples: for each step, every rank's batch (sample indices) and whether
     the step ends an epoch."""
@@ -64,7 +64,7 @@ def schedule_steps(schedule, train):
         samplers = [Placed(size, r).Sampler(range(train), shuffle=True, seed=1) for r in range(size)]
         for s in samplers:
             s.load_state_dict(sampler_state)
-        while epoch < EPOCHS and step != until:
+        while epoch < epochs and step != until:
             shares = [list(iter(s)) for s in samplers]
             start = 0
             while start < len(shares[0]) and step != until:
@@ -91,14 +91,14 @@ def is_commit_step(step, schedule):
     return step in ends
 
 
-def reference(schedule):
+def reference(schedule, epochs=EPOCHS):
     """One process following the job's schedule: [(steps, size), ...], the last running to the end.
     Each step averages the ranks' mean-loss gradients, as DistributedOptimizer does."""
     x_train, x_test, y_train, y_test = digits_split()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10)).double()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
-    for batches, _ in schedule_steps(schedule, len(x_train)):
+    for batches, _ in schedule_steps(schedule, len(x_train), epochs):
         optimizer.zero_grad()
         loss = sum(F.cross_entropy(model(x_train[torch.tensor(b)]), y_train[torch.tensor(b)]) for b in batches)
         (loss / len(batches)).backward()
