@@ -86,9 +86,10 @@ Status Runtime::init(const Settings& overrides) {
   base_config_ = config;
   timeline_path_ = config.timeline_path;
   timeline_cycles_ = config.timeline_mark_cycles;
-  if (MPI_Comm_dup(world_, &sets_comm_) != MPI_SUCCESS) {
+  // A peer lost meanwhile (a second failure during a recovery) comes back as such: the recovery starts again.
+  if (const int rc = MPI_Comm_dup(world_, &sets_comm_); rc != MPI_SUCCESS) {
     sets_comm_ = MPI_COMM_NULL;
-    return Status::Internal("MPI_Comm_dup failed (process sets)");
+    return mpi_status(rc, "MPI_Comm_dup (process sets)");
   }
   MPI_Comm_set_errhandler(sets_comm_, MPI_ERRORS_RETURN);
   track_comm(sets_comm_);
@@ -365,9 +366,9 @@ Status Runtime::open_world() {
     world_ = MPI_COMM_WORLD;
     return Status::OK();
   }
-  if (MPI_Comm_dup(MPI_COMM_WORLD, &world_) != MPI_SUCCESS) {
+  if (const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world_); rc != MPI_SUCCESS) {
     world_ = MPI_COMM_NULL;
-    return Status::Internal("MPI_Comm_dup failed (job)");
+    return mpi_status(rc, "MPI_Comm_dup (job)");
   }
   MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
   track_comm(world_);

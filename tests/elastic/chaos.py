@@ -45,6 +45,18 @@ def running(pid):
     return s is not None and s != "Z"
 
 
+STEP = re.compile(r"step (\d+) at (\d+\.\d{3})")
+
+
+def steps_redone(text, fault):
+    """How many steps the job did again after `fault`: the last step rank 0 started before it (its
+    ELASTIC_TEST_PRINT_STEPS lines) less the step it went on from; None without those lines."""
+    started = [int(step) for step, at in STEP.findall(text) if float(at) < fault.at]
+    if not started or fault.step is None:
+        return None
+    return max(0, started[-1] - fault.step)
+
+
 def schedule_of(text):
     """[(steps, size), ..., (None, size)] from the job's "starts" lines: each recovery (in place) or
     attempt (restart) goes on from its step on its ranks."""

@@ -12,8 +12,8 @@ line each (what the discovery script prints) and then, for ACTION
   before the shrink); "die-in-sync", in the recovery's sync (after the shrink);
 - "die-in-commit", halfway through writing its next commit for its host (a local rank 0);
 - "grow", only write the hosts.
-Several events: ";" between them, and between their hosts after. ELASTIC_TEST_FREEZE_AT_START and
-ELASTIC_TEST_STEP_SECONDS: below.
+Several events: ";" between them, and between their hosts after. ELASTIC_TEST_FREEZE_AT_START,
+ELASTIC_TEST_STEP_SECONDS and ELASTIC_TEST_PRINT_STEPS: below.
 Every rank prints its pid at the start and the end (in place, the survivors' are the same); rank 0 prints
 where each attempt (or, in place, each recovery) starts; at the end it saves the weights to --out and
 prints the test accuracy."""
@@ -64,6 +64,8 @@ attempt = int(os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"))
 dies_in_recovery = None  # when, for the die-in-* events
 # ELASTIC_TEST_STEP_SECONDS: a pause in every step, so that a chaos test's faults land mid-training.
 step_seconds = float(os.environ.get("ELASTIC_TEST_STEP_SECONDS", "0"))
+# ELASTIC_TEST_PRINT_STEPS=1: rank 0 says each step it starts (tools/elastic/chaos_soak.py's lost work).
+print_steps = os.environ.get("ELASTIC_TEST_PRINT_STEPS") == "1"
 
 
 def test_event(step):
@@ -132,6 +134,8 @@ def train_from(state):
             test_event(state.step)
             if step_seconds:
                 time.sleep(step_seconds)
+            if print_steps and hvd.rank() == 0:
+                print("step %d at %.3f" % (state.step, time.time()), flush=True)
             batch = torch.tensor(indices[start:start + args.batch_size])
             optimizer.zero_grad()
             F.cross_entropy(model(x_train[batch]), y_train[batch]).backward()

@@ -29,20 +29,21 @@ pytestmark = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not 
 EPOCHS = 14
 
 
-def soak_in_place(tmp_path, seed, ranks=7, faults=3, epochs=EPOCHS, step_seconds=0.03, peer_timeout=30, **options):
-    """One soak: (its output, the chaos after it, the job's return code, the weights' path). `options`: the
-    Chaos's own (kinds, max_gap, recover_seconds)."""
+def soak_in_place(tmp_path, seed, ranks=7, faults=3, epochs=EPOCHS, step_seconds=0.03, peer_timeout=30, extra_env=None,
+                  **options):
+    """One soak: (its output, the chaos after it, the job's return code, the weights' path). `extra_env`: more
+    variables for every rank; `options`: the Chaos's own (kinds, max_gap, recover_seconds)."""
     commit_step = random.Random(seed).randrange(12, 40)
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
                   KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout), ELASTIC_TEST_STEP_SECONDS=str(step_seconds),
                   ELASTIC_TEST_EVENT="0:0:%d:die-in-commit" % commit_step, ELASTIC_TEST_HOSTS_AFTER="",
-                  ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+                  ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"), **(extra_env or {}))
     out = tmp_path / "weights.pt"
     command = digits(out)
     command[command.index("--epochs") + 1] = str(epochs)
     cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), "--min-np", "1"]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE",
-                 "ELASTIC_TEST_STEP_SECONDS"):
+                 "ELASTIC_TEST_STEP_SECONDS", *(extra_env or {})):
         cmd += ["-x", name]
     job, log = launch(tmp_path, cmd + command, env)
     monkey = chaos.Chaos(tmp_path / "job.log", seed, faults, after="dies in its commit", **options)
