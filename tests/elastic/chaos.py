@@ -72,12 +72,14 @@ class Fault:
         self.kind, self.victims, self.at = kind, victims, at
         self.recovered_at = None  # wall time of the next "starts" line
         self.step = None          # the step the job went on from
+        self.ended_first = False  # the job ended (well or not: the caller checks) before training again
 
     def seconds(self):
         return None if self.recovered_at is None else self.recovered_at - self.at
 
     def describe(self):
-        took = "not recovered" if self.recovered_at is None else "training again after %.2f s" % self.seconds()
+        took = "training again after %.2f s" % self.seconds() if self.recovered_at is not None else \
+            "the job ended first" if self.ended_first else "not recovered"
         return "%s of pid %s: %s, from step %s" % (self.kind, "+".join(map(str, self.victims)), took, self.step)
 
 
@@ -170,6 +172,8 @@ class Chaos:
             if back is None:
                 if job.poll() is None:
                     self.error = "%s: not training again within %d s" % (fault.describe(), self.recover_seconds)
+                else:
+                    fault.ended_first = True  # struck in its last steps, or it failed: its status says
                 return
             fault.step, size, fault.recovered_at = back
 
@@ -195,8 +199,10 @@ class Chaos:
         print(self.report())
         assert self.error is None, self.error + "\n" + text
         assert returncode == 0, text
-        assert len(self.faults) == self.count and all(f.recovered_at is not None for f in self.faults), \
-            self.report() + "\n" + text
+        # A fault struck in the job's last steps may meet no more training: the job's status and weights
+        # say whether it was survived.
+        assert len(self.faults) == self.count, self.report() + "\n" + text
+        assert all(f.recovered_at is not None or f.ended_first for f in self.faults), self.report() + "\n" + text
         crash = CRASH.search(text)
         assert crash is None, "%r in:\n%s" % (crash.group(0), text)
         assert self.left_behind == [], "left behind: %s\n%s" % (self.left_behind, text)

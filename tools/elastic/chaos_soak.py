@@ -84,9 +84,10 @@ def main():
             for f in monkey.faults:
                 print("  %s, %s step(s) redone" % (f.describe(), chaos.steps_redone(text, f)), flush=True)
     print("\n%s, %d jobs of %d ranks, %d epochs, kinds %s" % (args.mode, args.jobs, ranks, epochs, ",".join(kinds)))
-    survived = sum(f.recovered_at is not None for f, _ in faults)
-    print("faults survived: %d of %d (and %d deaths inside a commit); jobs failed: %d" %
-          (survived, len(faults), args.jobs, len(failures)))
+    recovered = sum(f.recovered_at is not None for f, _ in faults)
+    last = sum(f.ended_first for f, _ in faults)
+    print("faults: %d, training again after %d, %d struck in a job's last steps; %d deaths inside a commit; "
+          "jobs failed: %d of %d" % (len(faults), recovered, last, args.jobs, len(failures), args.jobs))
     for kind in kinds:
         mine = [(f, r) for f, r in faults if f.kind == kind]
         if mine:
