@@ -18,9 +18,9 @@
 #include <set>
 #include <thread>
 
+#include "attempt_start.h"
 #include "failure_blame.h"
 #include "host_discovery.h"
-#include "attempt_start.h"
 #include "in_place_reports.h"
 
 namespace kolo {

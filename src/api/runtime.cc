@@ -122,8 +122,10 @@ Status Runtime::init(const Settings& overrides) {
     // The context's creation gathered every rank: kolorun bounds an elastic attempt's start by this line
     // (launcher/attempt_start.h).
     const char* elastic = std::getenv("KOLO_ELASTIC");
-    if (elastic != nullptr && std::string(elastic) == "1") std::fprintf(stderr, "kolo: all %d ranks have started\n", topo.size);
-    std::fflush(stderr);
+    if (elastic != nullptr && std::string(elastic) == "1") {
+      std::fprintf(stderr, "kolo: all %d ranks have started\n", topo.size);
+      std::fflush(stderr);
+    }
   }
   said_started_ = true;
   KOLO_LOG(kInfo, "initialized: rank " << topo.rank << " of " << topo.size << ", local rank " << topo.local_rank
@@ -234,7 +236,9 @@ Status Runtime::shutdown() {
     if (device_ && !peers_failed_.ok()) failed_devices_.push_back(device_);
     kept_.push_back(std::shared_ptr<MpiContext>(context_.release()));
     device_.reset();
-    release_comm(&sets_comm_);  // revoked after a failure in place: left to MPI, not freed
+    // Like the context, left to MPI (revoked after a failure in place, or shared with a lost peer): not freed.
+    untrack_comm(sets_comm_);
+    sets_comm_ = MPI_COMM_NULL;
     return Status::OK();
   }
   forget_engine(engine);

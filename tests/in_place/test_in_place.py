@@ -24,6 +24,7 @@ BUILD = Path(os.environ.get("KOLO_ULFM_BUILD_DIR", "build-ulfm")).resolve()
 MPIRUN = os.environ.get("KOLO_ULFM_MPIRUN", str(HERE.parent.parent / ".venv-ompi5" / "bin" / "mpirun"))
 PROGRAM = str(HERE.parent / "elastic" / "elastic_digits.py")
 sys.path.insert(0, str(HERE.parent / "elastic"))
+from chaos import running  # noqa: E402  (whether a rank process is still there)
 sys.path.insert(0, str(BUILD / "python"))
 
 pytestmark = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
@@ -464,15 +465,6 @@ def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
 
 def seconds(t):
     return "?" if t is None else "%.3f" % t  # None: the victim's last line was lost with it
-
-
-def running(pid):
-    """Whether the process runs (a zombie, ended but not yet reaped by mpirun, does not)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("hosts,slots,made,shrunk", [(3, 1, 1, 1), (2, 2, 3, 2)], ids=["3x1", "2x2"])
