@@ -2,6 +2,7 @@
 // hosts). It checks what it can before anything starts, then becomes mpirun (exec), so the job's exit
 // status is kolorun's and Ctrl-C or SIGTERM reach mpirun, which stops every rank. In elastic mode it
 // stays mpirun's parent instead, to start it again (launcher/elastic_launch.h).
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +43,18 @@ std::string this_hostname() {
   char name[256] = {0};
   gethostname(name, sizeof name - 1);
   return name;
+}
+
+// libkolo_ompi_guard.so beside the libkolo this kolorun runs with (build tree, install, wheel alike);
+// empty where it is not there.
+std::string ompi_guard_path() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&kolo_version), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string dir = info.dli_fname;
+  const size_t slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  const std::string guard = dir + "/libkolo_ompi_guard.so";
+  return access(guard.c_str(), R_OK) == 0 ? guard : "";
 }
 
 }  // namespace
@@ -87,6 +100,10 @@ int main(int argc, char** argv) {
   machine.is_root = geteuid() == 0;
   machine.hostname = this_hostname();
   machine.env_names = environment_names();
+  if (options.in_place) {
+    machine.ompi_guard = ompi_guard_path();
+    if (const char* p = std::getenv("LD_PRELOAD")) machine.ld_preload = p;
+  }
 
   // Inside an allocation mpirun reaches the hosts through Slurm, and settle_rank_count checked the count.
   if (options.discovery_script.empty() && !machine.placed_by_slurm) {

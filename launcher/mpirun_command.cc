@@ -110,6 +110,11 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   if (!o.network_interface.empty() && !nccl_ifname_given && names_an_interface) {
     set("NCCL_SOCKET_IFNAME", o.network_interface);
   }
+  // Open MPI 5.0 crashes when a process fails while a communicator holding it is being made, as a
+  // second failure during a recovery does; the guard keeps it from that (src/comm/mpi/ompi_revoke_guard.c).
+  if (o.in_place && !m.ompi_guard.empty()) {
+    set("LD_PRELOAD", m.ld_preload.empty() ? m.ompi_guard : m.ompi_guard + ":" + m.ld_preload);
+  }
   for (const auto& e : o.env) {
     if (e.has_value) set(e.name, e.value);
   }

@@ -18,6 +18,10 @@ struct Machine {
   std::vector<std::string> env_names; // names set in kolorun's environment
   // Inside a Slurm allocation, with no hosts given: mpirun places the ranks by the allocation, no -H.
   bool placed_by_slurm = false;
+  // In place: libkolo_ompi_guard.so, preloaded into the ranks (empty: not found), and the launching
+  // environment's own LD_PRELOAD, kept after it.
+  std::string ompi_guard;
+  std::string ld_preload;
 };
 
 struct MpirunCommand {

@@ -388,6 +388,25 @@ TEST(KolorunElastic, InPlaceRunsUlfmOverTcpAndTellsTheRanksTheMinimum) {
             std::string::npos);
 }
 
+// In place, the ranks preload the Open MPI guard (before the launching environment's own LD_PRELOAD);
+// not otherwise, and not where kolorun found none.
+TEST(KolorunElastic, InPlacePreloadsTheOpenMpiGuard) {
+  Machine m = machine();
+  m.ompi_guard = "/k/lib/libkolo_ompi_guard.so";
+  const LaunchOptions o = parsed({"--in-place", "-np", "3", "./t"});
+  MpirunCommand c = attempt_command(o, m, {{"a", 3}}, 3, "00c0ffee", 0);
+  EXPECT_NE(shell_join(c.argv).find(" -x LD_PRELOAD "), std::string::npos);
+  EXPECT_NE(command_text(c).find("LD_PRELOAD=/k/lib/libkolo_ompi_guard.so "), std::string::npos);
+  m.ld_preload = "/u/libmine.so";
+  c = attempt_command(o, m, {{"a", 3}}, 3, "00c0ffee", 0);
+  EXPECT_NE(command_text(c).find("LD_PRELOAD=/k/lib/libkolo_ompi_guard.so:/u/libmine.so "), std::string::npos);
+  c = attempt_command(parsed({"--min-np", "2", "-np", "3", "./t"}), m, {{"a", 3}}, 3, "00c0ffee", 0);
+  EXPECT_EQ(command_text(c).find("LD_PRELOAD"), std::string::npos);
+  m.ompi_guard.clear();
+  c = attempt_command(o, m, {{"a", 3}}, 3, "00c0ffee", 0);
+  EXPECT_EQ(command_text(c).find("LD_PRELOAD"), std::string::npos);
+}
+
 std::string discovered(const std::string& text) {
   std::vector<Host> hosts;
   std::string error;

@@ -9,6 +9,7 @@ install(FILES ${KOLO_PYTHON_DIR}/_build_info.py DESTINATION kolo COMPONENT pytho
 install(TARGETS kolo_python_C LIBRARY DESTINATION kolo COMPONENT python)
 install(FILES $<TARGET_FILE:kolo> DESTINATION kolo RENAME libkolo.so.${PROJECT_VERSION_MAJOR} COMPONENT python)
 install(TARGETS kolorun RUNTIME DESTINATION kolo/bin COMPONENT python)
+install(TARGETS kolo_ompi_guard LIBRARY DESTINATION kolo COMPONENT python)
 if(TARGET kolo_tf_ops)
   install(TARGETS kolo_tf_ops LIBRARY DESTINATION kolo/tensorflow COMPONENT python)
 endif()
