@@ -10,7 +10,7 @@ comma separated) and how they are rendered:
     ...
     <!-- end generated -->
 
-Only what lies between the markers is written; the prose around it is the README's own. Where a benchmark has
+Only what lies between the markers is written; the prose around it is benchmarks/README.md's own. Where a benchmark has
 a formatter of its own (horovod_peer.py, scaling_report.py) it is imported, so a table reads as the benchmark
 prints it. Console output saved as it was printed (results/*.txt, results/h100, results/h200) is included
 verbatim (`console`) or laid out as a Markdown table with its numbers as they were printed, never re-rounded.
