@@ -120,6 +120,25 @@ def worker(args):
     hvd.shutdown()
 
 
+ROWS = [("ResNet-50 gradient step (ms)", "step_seconds", 1e3, "kolo / horovod time"),
+        ("  its communication beyond the local step", "communication_seconds", 1e3, "kolo / horovod time"),
+        ("one 4-byte allreduce (us)", "latency_seconds", 1e6, "kolo / horovod time"),
+        ("synthetic ResNet-18, img/s per rank", "img_per_sec_per_rank", 1.0, "kolo / horovod img/s")]
+
+
+def table_lines(ranks, rounds, summary):
+    """The table this benchmark prints, from its summary (also what benchmarks/tables.py renders from the
+    saved JSON into benchmarks/README.md)."""
+    lines = ["# horovod.torch 0.28.1 and kolo.torch, the same script, %d ranks, both at defaults; median of %d "
+             "jobs each, alternated" % (ranks, rounds),
+             "%-38s %12s %12s %8s" % ("", "horovod", "kolo", "ratio")]
+    for label, key, scale, meaning in ROWS:
+        row = summary[key]
+        lines.append("%-38s %12.2f %12.2f %8.3f   (%s)" % (label, row["horovod"] * scale, row["kolo"] * scale,
+                                                           row["ratio"], meaning))
+    return lines
+
+
 def run_job(args, framework):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                PYTHONPATH=os.path.join(os.path.abspath(args.build), "python"))
@@ -149,18 +168,11 @@ def main():
     def median(framework, key):
         return statistics.median(x[key] for x in results[framework])
 
-    rows = [("ResNet-50 gradient step (ms)", "step_seconds", 1e3, "kolo / horovod time"),
-            ("  its communication beyond the local step", "communication_seconds", 1e3, "kolo / horovod time"),
-            ("one 4-byte allreduce (us)", "latency_seconds", 1e6, "kolo / horovod time"),
-            ("synthetic ResNet-18, img/s per rank", "img_per_sec_per_rank", 1.0, "kolo / horovod img/s")]
-    print("\n# horovod.torch 0.28.1 and kolo.torch, the same script, %d ranks, both at defaults; median of %d "
-          "jobs each, alternated" % (args.np, args.rounds))
-    print("%-38s %12s %12s %8s" % ("", "horovod", "kolo", "ratio"))
     summary = {}
-    for label, key, scale, meaning in rows:
+    for _, key, _, _ in ROWS:
         h, k = median("horovod", key), median("kolo", key)
-        print("%-38s %12.2f %12.2f %8.3f   (%s)" % (label, h * scale, k * scale, k / h, meaning))
         summary[key] = {"horovod": h, "kolo": k, "ratio": k / h}
+    print("\n" + "\n".join(table_lines(args.np, args.rounds, summary)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "horovod_peer", "ranks": args.np, "rounds": results, "summary": summary}, f,

@@ -23,11 +23,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "tests" / "cluster" / "cluster.sh"
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -170,7 +165,18 @@ def fit_model(measured, bound, latency, compute_s):
             "link_efficiency": efficiency}
 
 
+def pyplot():
+    """matplotlib, imported only to plot, so that benchmarks/tables.py can import this file's tables."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_measured(measured, out):
+    plt = pyplot()
     keys = [k for k in ("1", "2", "4", "2x2") if measured.get(k, (None,))[0] is not None]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     base = seconds(measured["1"][0], "kolo, flat")
@@ -213,6 +219,7 @@ def projection(fit):
 
 
 def plot_projection(gpus, table, out):
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(MODELS), figsize=(14, 4.2), sharey=True)
     for ax, (name, size, images, horovod) in zip(axes, MODELS):
         for gbit, color in zip(NET_GBIT, ("tab:gray", "tab:red", "tab:blue")):
@@ -234,23 +241,18 @@ def plot_projection(gpus, table, out):
     plt.close(fig)
 
 
-def write_markdown(args, measured, bound, fit, gpus, table, out):
-    labels = {"1": "1 rank", "2": "2 ranks, one host", "4": "4 ranks, one host", "2x2": "2 hosts x 2 ranks"}
+LABELS = {"1": "1 rank", "2": "2 ranks, one host", "4": "4 ranks, one host", "2x2": "2 hosts x 2 ranks"}
+
+
+def measured_table(measured):
+    """The measured steps as a Markdown table (scaling.md's, and benchmarks/README.md's through tables.py)."""
     base = seconds(measured["1"][0], "kolo, flat")
-    lines = ["# kolo scaling report", "",
-             "Written by `%s`; figures from one run on this machine (%d cores)." % (
-                 " ".join(["/usr/bin/python3 benchmarks/scaling_report.py"] + sys.argv[1:]), os.cpu_count()), "",
-             "## Measured: synthetic ResNet-50 step", "",
-             "`benchmarks/synthetic_step`: ResNet-50's 161 gradients (102 MB fp32), %.0f ms of emulated compute per "
-             "step (sleep: the CPUs carry only the traffic), batch %d per rank, median of %d steps. kolo reduces each "
-             "gradient as backward produces it; the peer reduces all of them with one MPI_Allreduce after backward."
-             % (args.compute_ms, BATCH, args.steps), "",
-             "| ranks | mode | step (ms) | images/s | efficiency | communication alone (ms) |",
+    lines = ["| ranks | mode | step (ms) | images/s | efficiency | communication alone (ms) |",
              "|---|---|---:|---:|---:|---:|"]
     for key in ("1", "2", "4", "2x2"):
         timed, alone = measured.get(key, (None, None))
         if timed is None:
-            lines.append("| %s | (not measured: the emulated cluster needs root and iproute2) | | | | |" % labels[key])
+            lines.append("| %s | (not measured: the emulated cluster needs root and iproute2) | | | | |" % LABELS[key])
             continue
         ranks = timed["ranks"]
         for mode in MODES:
@@ -258,8 +260,56 @@ def write_markdown(args, measured, bound, fit, gpus, table, out):
             if t is None:
                 continue
             c = seconds(alone, mode)
-            lines.append("| %s | %s | %.1f | %.0f | %.0f%% | %.1f |" % (labels[key], mode, 1e3 * t, ranks * BATCH / t,
+            lines.append("| %s | %s | %.1f | %.0f | %.0f%% | %.1f |" % (LABELS[key], mode, 1e3 * t, ranks * BATCH / t,
                                                                       100 * base / t, 1e3 * c))
+    return lines
+
+
+def bound_table(bound):
+    """The cross-host allreduce against its bound, as a Markdown table."""
+    lines = ["| | time (ms) | crossed (MB) | bytes / least | time / least |", "|---|---:|---:|---:|---:|"]
+    for r in bound["rows"]:
+        lines.append("| %s | %.1f | %.1f | %.2f | %.2f |" % (
+            r["name"], 1e3 * r["seconds"], r["crossed_bytes"] / 1e6, r["crossed_bytes"] / bound["least_crossed_bytes"],
+            r["seconds"] / bound["least_seconds"]))
+    return lines
+
+
+def fit_table(fit):
+    """What was fitted, as a Markdown table."""
+    return ["| fitted | value | from |", "|---|---:|---|",
+            "| overlap | %.2f | share of compute that hid communication: (compute + comm alone - step) / compute, "
+            "median over the multi-rank kolo runs |" % fit["overlap"],
+            "| fixed cost per collective | %.1f us | one 4-byte allreduce through kolo minus one through "
+            "MPI_Allreduce, 2 ranks (`resnet50_allreduce`): negotiation and the engine's hand-offs |"
+            % (1e6 * fit["per_collective_s"]),
+            "| link efficiency | %.2f | least time / measured time of kolo's hierarchical cross-host allreduce "
+            "above (TCP through Open MPI; applied to every link between hosts) |" % fit["link_efficiency"]]
+
+
+def projection_table(gpus, table):
+    """The projected efficiencies, as a Markdown table."""
+    lines = ["| model | link | mode | " + " | ".join(str(g) for g in gpus) + " |",
+             "|---|---|---|" + "---:|" * len(gpus)]
+    for name, _, _, _ in MODELS:
+        for gbit in NET_GBIT:
+            for hierarchical in (False, True):
+                eff = table[(name, gbit, hierarchical)]
+                lines.append("| %s | %d Gb/s | %s | %s |" % (name, gbit, "hierarchical" if hierarchical else "flat",
+                                                            " | ".join("%.0f%%" % (100 * e) for e in eff)))
+    return lines
+
+
+def write_markdown(args, measured, bound, fit, gpus, table, out):
+    lines = ["# kolo scaling report", "",
+             "Written by `%s`; figures from one run on this machine (%d cores)." % (
+                 " ".join(["/usr/bin/python3 benchmarks/scaling_report.py"] + sys.argv[1:]), os.cpu_count()), "",
+             "## Measured: synthetic ResNet-50 step", "",
+             "`benchmarks/synthetic_step`: ResNet-50's 161 gradients (102 MB fp32), %.0f ms of emulated compute per "
+             "step (sleep: the CPUs carry only the traffic), batch %d per rank, median of %d steps. kolo reduces each "
+             "gradient as backward produces it; the peer reduces all of them with one MPI_Allreduce after backward."
+             % (args.compute_ms, BATCH, args.steps), ""]
+    lines += measured_table(measured)
     lines += ["", "Efficiency is the 1-rank step time over the step time (ideal: 100%). One host has 2 cores: at 4 "
               "ranks, and on the emulated hosts (which share them), the ranks' traffic competes for the same CPUs, "
               "so these points understate what separate machines would do.", "",
@@ -272,12 +322,8 @@ def write_markdown(args, measured, bound, fit, gpus, table, out):
                   "interface counters; the least an allreduce of S bytes over H hosts must send out of all hosts is "
                   "2S(H-1), and at the link's rate that takes 2S(H-1)/H / rate. kolo's settings: %s." % (
                       bound["link_gbit"] * 1000,
-                      bound.get("settings") or "its defaults"), "",
-                  "| | time (ms) | crossed (MB) | bytes / least | time / least |", "|---|---:|---:|---:|---:|"]
-        for r in bound["rows"]:
-            lines.append("| %s | %.1f | %.1f | %.2f | %.2f |" % (
-                r["name"], 1e3 * r["seconds"], r["crossed_bytes"] / 1e6, r["crossed_bytes"] / bound["least_crossed_bytes"],
-                r["seconds"] / bound["least_seconds"]))
+                      bound.get("settings") or "its defaults"), ""]
+        lines += bound_table(bound)
         lines += [""]
     lines += ["## The cost model, and what was fitted", "",
               "Per step: `t = compute + max(0, comm - overlap x compute) + negotiation`. `comm` is, per fused "
@@ -285,30 +331,17 @@ def write_markdown(args, measured, bound, fit, gpus, table, out):
               "and 2(n-1)/n x S bytes through the slowest link. Flat: one ring over every GPU, each host's link "
               "carrying one ring edge. Hierarchical: reduce-scatter and allgather inside the host over NVLink, and "
               "across hosts one ring per local rank over its shard, all shards through the host's link. "
-              "`negotiation`: the last cycle's bit-vector allreduce, 2 log2(GPUs) latency steps.", "",
-              "| fitted | value | from |", "|---|---:|---|",
-              "| overlap | %.2f | share of compute that hid communication: (compute + comm alone - step) / compute, "
-              "median over the multi-rank kolo runs |" % fit["overlap"],
-              "| fixed cost per collective | %.1f us | one 4-byte allreduce through kolo minus one through "
-              "MPI_Allreduce, 2 ranks (`resnet50_allreduce`): negotiation and the engine's hand-offs |"
-              % (1e6 * fit["per_collective_s"]),
-              "| link efficiency | %.2f | least time / measured time of kolo's hierarchical cross-host allreduce "
-              "above (TCP through Open MPI; applied to every link between hosts) |" % fit["link_efficiency"], "",
+              "`negotiation`: the last cycle's bit-vector allreduce, 2 log2(GPUs) latency steps.", ""]
+    lines += fit_table(fit)
+    lines += ["",
               "Stated, not fitted: %d GPUs per host; NVLink %.0f GB/s per GPU and %.0f us per ring step; %s Gb/s "
               "per host between hosts and %.0f us per ring step; batch %d per GPU. Assumed compute alone per GPU "
               "(fp32, V100 class): %s." % (
                   GPUS_PER_HOST, NVLINK_BYTES_PER_S / 1e9, NVLINK_LATENCY_S * 1e6,
                   " and ".join(str(g) for g in NET_GBIT), NET_LATENCY_S * 1e6, BATCH,
                   ", ".join("%s %.0f images/s" % (m[0], m[2]) for m in MODELS)), "",
-              "## Projection: 8 to 1024 GPUs", "",
-              "| model | link | mode | " + " | ".join(str(g) for g in gpus) + " |",
-              "|---|---|---|" + "---:|" * len(gpus)]
-    for name, _, _, horovod in MODELS:
-        for gbit in NET_GBIT:
-            for hierarchical in (False, True):
-                eff = table[(name, gbit, hierarchical)]
-                lines.append("| %s | %d Gb/s | %s | %s |" % (name, gbit, "hierarchical" if hierarchical else "flat",
-                                                            " | ".join("%.0f%%" % (100 * e) for e in eff)))
+              "## Projection: 8 to 1024 GPUs", ""]
+    lines += projection_table(gpus, table)
     lines += ["", "Horovod's published scaling at 512 GPUs (25 Gb/s RoCE, Pascal GPUs): %s." % ", ".join(
         "%s %.0f%%" % (m[0], 100 * m[3]) for m in MODELS), "",
               "![projection](scaling_projection.png)", "",
