@@ -47,8 +47,10 @@ def _comment_text(lines):
 
 
 def _escape(text):
-    text = html.escape(text, quote=False)
-    return re.sub(r"([\\`*_\[\]#|])", r"\\\1", text)
+    """Comment prose as Markdown text: `code` spans kept, everything else taken literally."""
+    parts = re.split(r"(`[^`]+`)", text)
+    return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1
+                   else re.sub(r"([\\*_\[\]#])", r"\\\1", html.escape(p, quote=False)) for p in parts)
 
 
 def _strip_comment(line):
