@@ -1,6 +1,6 @@
 // Which variables of the launching environment kolorun forwards to every rank: all of them, as
 // horovodrun does, but those that describe this host, this login or one process of a running job,
-// which would be wrong on another host (the README's *Running jobs* lists them, from here).
+// which would be wrong on another host (docs/running-jobs.md lists them, from here).
 #pragma once
 
 #include <string>

@@ -1,8 +1,9 @@
-// How a fused CPU allreduce is cut into MPI calls. Two measured facts shape it (README, "CPU
-// allreduce"): Open MPI reduces a 100 MB buffer about 3x slower in one call than in 4 MiB calls,
-// which stay in cache; and copying a large tensor into a fusion buffer and back costs more than the
-// extra call it saves. So the fused bytes are walked in segments of at most `segment_bytes`: a
-// large tensor is reduced where it lies ("direct"), small ones are packed together ("packed").
+// How a fused CPU allreduce is cut into MPI calls. Two measured facts shape it (docs/architecture.md,
+// "Segments"; figures in benchmarks/README.md): Open MPI reduces a 100 MB buffer about 3x slower in
+// one call than in 4 MiB calls, which stay in cache; and copying a large tensor into a fusion buffer
+// and back costs more than the extra call it saves. So the fused bytes are walked in segments of at
+// most `segment_bytes`: a large tensor is reduced where it lies ("direct"), small ones are packed
+// together ("packed").
 #pragma once
 
 #include <cstddef>

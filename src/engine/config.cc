@@ -253,7 +253,7 @@ void resolve_layout_defaults(const Topology& topology, Config* config) {
   const bool spans_hosts = topology.cross_size > 1;
   // Unless given, hierarchical wherever it can run: each byte crosses between hosts once per host
   // instead of once per rank, and the crossing is kolo's own, pipelined (with one rank a host it is all
-  // there is, and still faster than MPI_Allreduce; README, "Across hosts").
+  // there is, and still faster than MPI_Allreduce; benchmarks/README.md, "Across hosts").
   if (!config->autotune.fixed_hierarchical) {
     config->hierarchical_allreduce = spans_hosts && topology.homogeneous;
   }
@@ -272,7 +272,7 @@ Status config_from_environment(const Settings& overrides, Config* config, std::v
     if (!std::any_of(known_settings().begin(), known_settings().end(),
                      [&kv](const SettingInfo& s) { return kv.first == s.name; })) {
       return Status::InvalidArgument("'" + kv.first + "' is not a kolo setting; the settings are "
-                                     "listed in the README (KOLO_*)");
+                                     "listed in docs/configuration.md (KOLO_*)");
     }
   }
   const HorovodAliases horovod(given);
@@ -296,7 +296,7 @@ Status config_from_environment(const Settings& overrides, Config* config, std::v
     }
     for (const std::string& name : names) {
       if (name.rfind("KOLO_", 0) == 0 && !known.count(name) && !set_by_launcher(name)) {
-        warnings->push_back(name + " is set but is not a kolo setting (see the KOLO_* table in the README)");
+        warnings->push_back(name + " is set but is not a kolo setting (see the KOLO_* table in docs/configuration.md)");
       }
     }
     const std::vector<std::string> from_horovod =

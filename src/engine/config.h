@@ -1,5 +1,5 @@
-// Every KOLO_* setting, read in this one place. tests/unit/config_test checks that the README's table
-// lists each of them with the default given here.
+// Every KOLO_* setting, read in this one place. tests/unit/config_test checks that docs/configuration.md's
+// table lists each of them with the default given here.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +66,7 @@ struct SettingInfo {
   const char* default_text;
   const char* meaning;
 };
-// The documented settings, in README order.
+// The documented settings, in docs/configuration.md's order.
 const std::vector<SettingInfo>& known_settings();
 
 // Reads the settings through `lookup` (nullptr: unset). An invalid value is an error that names the

@@ -1,7 +1,7 @@
 // Horovod's HOROVOD_* environment variables, read by kolo so that a Horovod job script ports unchanged:
 // each is either the alias of a KOLO_* setting (engine/config.h), or has no meaning in kolo and is named
-// in a warning at init (unless its value asks for what kolo does anyway). tests/unit/config_test checks
-// that the README's tables list every name here.
+// in a warning at init (unless its value asks for what kolo does anyway). tests/unit/horovod_settings_test
+// checks that docs/migrating-from-horovod.md's tables list every name here.
 #pragma once
 
 #include <functional>
@@ -29,12 +29,12 @@ struct HorovodSetting {
   const char* name;
   Kind kind;
   const char* kolo_setting;  // aliases: the KOLO_* setting; otherwise nullptr
-  const char* note;          // how kolo reads it, or why it means nothing here (README and warnings)
+  const char* note;          // how kolo reads it, or why it means nothing here (docs/migrating-from-horovod.md and warnings)
   Accepted accepted = kNever;
   const char* accepted_value = nullptr;  // kWhenValue, compared ignoring case
 };
 
-// Every HOROVOD_* name kolo knows, in README order: the aliases first, then the rest.
+// Every HOROVOD_* name kolo knows, in the order of docs/migrating-from-horovod.md: the aliases first, then the rest.
 const std::vector<HorovodSetting>& horovod_settings();
 
 // The value as the user wrote it, for messages about a setting that came from a Horovod variable.

@@ -11,7 +11,7 @@ the next run; pip's own HTTP cache is not relied on, as a proxy may forbid cachi
 folder the environments share (made anew each run, so the first install builds everything).
 
 kolo is built with KOLO_WITH_CUDA=0: this machine has CUDA but no GPU, and a CUDA build of libkolo links
-the system's NCCL, which breaks PyPI's torch when kolo is imported first (README, "Installing with pip").
+the system's NCCL, which breaks PyPI's torch when kolo is imported first (docs/install.md, "Which NCCL").
 """
 import os
 import re

@@ -154,15 +154,15 @@ TEST(KolorunCommand, WhichVariablesAreHostSpecific) {
   }
 }
 
-// The README's *Running jobs* lists every variable kolorun keeps from the ranks.
-TEST(KolorunCommand, ReadmeListsTheHostSpecificVariables) {
-  std::ifstream readme(KOLO_SOURCE_DIR "/README.md");
-  ASSERT_TRUE(readme.good());
+// docs/running-jobs.md lists every variable kolorun keeps from the ranks.
+TEST(KolorunCommand, DocsListTheHostSpecificVariables) {
+  std::ifstream page(KOLO_SOURCE_DIR "/docs/running-jobs.md");
+  ASSERT_TRUE(page.good());
   std::stringstream text;
-  text << readme.rdbuf();
+  text << page.rdbuf();
   for (const HostSpecificVariables& g : host_specific_variables()) {
     for (const std::string& p : g.patterns) {
-      EXPECT_NE(text.str().find("`" + p + "`"), std::string::npos) << "README lacks `" << p << "`";
+      EXPECT_NE(text.str().find("`" + p + "`"), std::string::npos) << "docs/running-jobs.md lacks `" << p << "`";
     }
   }
 }

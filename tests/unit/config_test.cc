@@ -175,7 +175,7 @@ TEST(Config, OverridesWinAndUnknownOverridesAreErrors) {
   EXPECT_EQ(c.cache_capacity, 3);
   Status s = config_from_environment({{"KOLO_FUSION_THRESHOLD", "1"}}, &c, &unknown);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "'KOLO_FUSION_THRESHOLD' is not a kolo setting; the settings are listed in the README (KOLO_*)");
+  EXPECT_EQ(s.message(), "'KOLO_FUSION_THRESHOLD' is not a kolo setting; the settings are listed in docs/configuration.md (KOLO_*)");
 }
 
 TEST(Config, UnknownEnvironmentNamesAreReported) {
@@ -185,18 +185,18 @@ TEST(Config, UnknownEnvironmentNamesAreReported) {
   ASSERT_TRUE(config_from_environment({}, &c, &warnings).ok());
   unsetenv("KOLO_FUSION_TRESHOLD_BYTES");
   EXPECT_EQ(warnings, std::vector<std::string>{
-                          "KOLO_FUSION_TRESHOLD_BYTES is set but is not a kolo setting (see the KOLO_* table in the README)"});
+                          "KOLO_FUSION_TRESHOLD_BYTES is set but is not a kolo setting (see the KOLO_* table in docs/configuration.md)"});
 }
 
-// The README's table lists every setting with the default the code uses.
-TEST(Config, ReadmeListsEverySettingWithItsDefault) {
-  std::ifstream readme(KOLO_SOURCE_DIR "/README.md");
-  ASSERT_TRUE(readme.good());
+// docs/configuration.md's table lists every setting with the default the code uses.
+TEST(Config, DocsListEverySettingWithItsDefault) {
+  std::ifstream page(KOLO_SOURCE_DIR "/docs/configuration.md");
+  ASSERT_TRUE(page.good());
   std::stringstream text;
-  text << readme.rdbuf();
+  text << page.rdbuf();
   for (const SettingInfo& s : known_settings()) {
     const std::string row = std::string("| `") + s.name + "` | " + s.default_text + " |";
-    EXPECT_NE(text.str().find(row), std::string::npos) << "README lacks the row starting: " << row;
+    EXPECT_NE(text.str().find(row), std::string::npos) << "docs/configuration.md lacks the row starting: " << row;
   }
 }
 

@@ -191,18 +191,18 @@ TEST(HorovodSettings, EveryAliasNamesAKoloSettingAndNoNameComesTwice) {
   }
 }
 
-// The README's Horovod tables list every name: an alias with its KOLO_* setting, the others by name.
-TEST(HorovodSettings, ReadmeListsEveryName) {
-  std::ifstream readme(KOLO_SOURCE_DIR "/README.md");
-  ASSERT_TRUE(readme.good());
+// docs/migrating-from-horovod.md's tables list every name: an alias with its KOLO_* setting, the others by name.
+TEST(HorovodSettings, DocsListEveryName) {
+  std::ifstream page(KOLO_SOURCE_DIR "/docs/migrating-from-horovod.md");
+  ASSERT_TRUE(page.good());
   std::stringstream text;
-  text << readme.rdbuf();
+  text << page.rdbuf();
   for (const HorovodSetting& h : horovod_settings()) {
     const std::string row = h.kolo_setting != nullptr
                                 ? std::string("| `") + h.name + "` | `" + h.kolo_setting + "` |"
                                 : h.kind == HorovodSetting::kBuildSetting ? std::string("`") + h.name + "`"
                                                                           : std::string("| `") + h.name + "` |";
-    EXPECT_NE(text.str().find(row), std::string::npos) << "README lacks: " << row;
+    EXPECT_NE(text.str().find(row), std::string::npos) << "docs/migrating-from-horovod.md lacks: " << row;
   }
 }
 

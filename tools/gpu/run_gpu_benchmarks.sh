@@ -1,5 +1,5 @@
 #!/bin/sh
-# On a machine with a GPU: the GPU benchmarks (README, Benchmarks / GPUs), in one command, each
+# On a machine with a GPU: the GPU benchmarks (benchmarks/README.md, GPUs), in one command, each
 # measuring kolo beside its peer in the same run: the pack/unpack of the ResNet-50 gradient set
 # against one copy and torch.cat; kolo's allreduce of GPU tensors against raw NCCL (an nccl-tests
 # table, and the gradient set); kolo.torch against DDP over NCCL on ResNet-50. 2 ranks share the one

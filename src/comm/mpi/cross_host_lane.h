@@ -2,7 +2,7 @@
 // segment's block between hosts, kolo's thread reduces the next segment inside the host and gathers
 // the one before, so that the link is kept busy instead of waiting for the host's work in turn (on 2
 // emulated hosts at 1 Gbit/s: 1.16x the link's bound time against 1.26x and more one stage after
-// another; README, "Across hosts"). Its work runs in the order given, one call at a time; MPI must
+// another; benchmarks/README.md, "Across hosts"). Its work runs in the order given, one call at a time; MPI must
 // allow calls from several threads (MPI_THREAD_MULTIPLE).
 #pragma once
 

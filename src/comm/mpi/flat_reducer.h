@@ -14,10 +14,10 @@ class FlatReducer : public SegmentReducer {
  public:
   // A small segment is reduced by recursive doubling over point-to-point messages, each wait giving up
   // on a lost peer (recursive_doubling.h), so that a caller's thread may run it; faster than Open MPI's
-  // MPI_Iallreduce at these sizes (README, Small ops). On every rank alike, whichever
+  // MPI_Iallreduce at these sizes (benchmarks/README.md, Small ops). On every rank alike, whichever
   // thread runs it. Larger ones, on one host, by kolo's ring, whose waits leave the core to the
   // framework's threads (ring_allreduce.h); across hosts by MPI_Allreduce, whose algorithms suit
-  // the network (README, Across hosts).
+  // the network (benchmarks/README.md, Across hosts).
   static constexpr int64_t kSmallBytes = 64 << 10;
   FlatReducer(MPI_Comm comm, bool ring) : comm_(comm), ring_(ring) {
     MPI_Comm_rank(comm, &rank_);

@@ -26,7 +26,7 @@ namespace kolo {
 // blocks in one order, so that they get the same bits. On more, kolo's ring over the hosts
 // (ring_allreduce.h: each host sends the least bytes, 2(H-1)/H of the block, and every host gets the
 // same bits), on a lane of its own (cross_host_lane.h) where MPI allows calls from several threads,
-// else on this thread, one segment at a time. Measured in README, "Across hosts".
+// else on this thread, one segment at a time. Measured in benchmarks/README.md, "Across hosts".
 class HierarchicalReducer : public SegmentReducer {
  public:
   explicit HierarchicalReducer(const MpiContext& mpi);
@@ -41,7 +41,7 @@ class HierarchicalReducer : public SegmentReducer {
   // Sent whole, a block of 2 MiB (a 4 MiB segment over 2 ranks a host) crossed slower than in pieces:
   // on 2 emulated hosts x 2 ranks at 1 Gbit/s, 4 MiB segments took 1.22-1.25x the link's bound time
   // whole against 1.06-1.07x in 256 KiB pieces (1.08x in 512 KiB, 1.14-1.15x in 1 MiB), at 250 Mbit/s
-  // 1.38x against 1.11-1.12x, and level without a cap (README, "Across hosts"). Not the pipeline: a
+  // 1.38x against 1.11-1.12x, and level without a cap (benchmarks/README.md, "Across hosts"). Not the pipeline: a
   // trace showed every rank with its exchange in flight 96-99% of the step either way.
   static constexpr size_t kCrossingMessageBytes = 256 << 10;
   static constexpr int kTag = 3;  // kolo's ring on the host's communicator

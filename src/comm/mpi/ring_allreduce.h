@@ -5,7 +5,7 @@
 // is late because backward holds its core, and the spinning rank takes half of its own core from its
 // backward in turn. Here every wait gives its core away meanwhile (WaitPace::kTransfer): on 2 ranks on
 // 2 cores with backward running, ResNet-50's gradients cost 28-34 ms beyond the local step instead of
-// 40-43 ms, and as fast as MPI_Allreduce with the cores free (README, PyTorch). Its two halves are the
+// 40-43 ms, and as fast as MPI_Allreduce with the cores free (benchmarks/README.md, PyTorch). Its two halves are the
 // hierarchical allreduce's steps inside each host. Every wait also gives up on a lost peer.
 #pragma once
 
