@@ -153,7 +153,6 @@ LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 def on_page_markdown(markdown, page, config, files):
     docs_dir = config["docs_dir"]
     page_dir = os.path.dirname(os.path.join(docs_dir, page.file.src_path))
-    pending = set(config.get("extra", {}).get("kolo_pending_files", []) or [])
 
     def rewrite(m):
         target = m.group(2)
@@ -165,10 +164,7 @@ def on_page_markdown(markdown, page, config, files):
             return m.group(0)  # a page of the site (MkDocs checks it), or nowhere in the repository
         rel = os.path.relpath(full, ROOT)
         if not os.path.exists(full):
-            if rel in pending:
-                log.info("%s links to %s, not in this checkout yet (kolo_pending_files)", page.file.src_path, rel)
-            else:
-                log.warning("%s links to '%s', which is not in the repository", page.file.src_path, target)
+            log.warning("%s links to '%s', which is not in the repository", page.file.src_path, target)
         return m.group(1) + SCHEME + rel + ("#" + anchor if anchor else "") + m.group(3)
 
     # Leave code blocks alone.
