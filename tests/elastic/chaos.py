@@ -7,7 +7,9 @@ line), then a random time, then strikes a random live rank process:
   kill      SIGKILL;
   freeze    SIGSTOP (alive but silent: kolo's peer watch or ULFM's detector finds it);
   double    SIGKILL, then a second process 0.05-1 s later: the second falls inside the recovery from the
-            first (or just before it).
+            first (or just before it);
+  cut       on emulated hosts (tests/cluster/cluster.sh: network namespaces), the victim's host's link goes
+            down for good: its ranks are alive but out of reach (needs root).
 A fault during a commit is scheduled inside the program instead (its ELASTIC_TEST_EVENT "die-in-commit").
 The same seed gives the same kinds, victims' places and delays; the job decides the rest.
 
@@ -19,6 +21,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import time
 
 # Not anchored to lines: mpirun may forward two ranks' lines (or a rank's stdout and stderr) as one.
@@ -28,6 +31,17 @@ PIDS = re.compile(r"rank (\d+) of (\d+) starts with pid (\d+)")
 # report of a rank the chaos killed, "exited on signal 9", or that kolorun ended, 15, is expected.)
 CRASH = re.compile(r"Segmentation fault|Signal: |exited on signal (?!9\b|15\b)\d+|MPI_ABORT was invoked|"
                    r"core dumped|terminate called|reported dead by someone else|double free|corrupted", re.I)
+
+
+def host_of(pid):
+    """The network namespace (emulated host) the process runs in, or None on this machine's own."""
+    run = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True)
+    return run.stdout.strip() or None
+
+
+def cut_link(host):
+    """Takes an emulated host's link down for good (its eth0, in its namespace)."""
+    subprocess.run(["ip", "netns", "exec", host, "ip", "link", "set", "eth0", "down"], check=True)
 
 
 def state_of(pid):
@@ -159,11 +173,24 @@ class Chaos:
             if len(live) < losing or job.poll() is not None:
                 break
             victims = self.rng.sample(live, losing)
+            if kind == "cut":  # every rank on the victim's host
+                host = host_of(victims[0])
+                victims = [pid for pid in live if host_of(pid) == host]
+                if host is None or size - len(victims) < self.ranks_left:
+                    break
             fault = Fault(kind, victims, time.time())
-            os.kill(victims[0], signal.SIGSTOP if kind == "freeze" else signal.SIGKILL)
+            if kind == "cut":
+                cut_link(host)
+            else:
+                os.kill(victims[0], signal.SIGSTOP if kind == "freeze" else signal.SIGKILL)
             if kind == "double":
                 time.sleep(self.rng.uniform(0.05, 1.0))
-                os.kill(victims[1], signal.SIGKILL)
+                try:
+                    os.kill(victims[1], signal.SIGKILL)
+                except ProcessLookupError:
+                    # Gone before its turn: check() reads from the output whatever ended it.
+                    fault.kind = "kill"
+                    fault.victims = victims = victims[:1]
             self.struck.update(victims)
             self.faults.append(fault)
             # Recovered once the job trains again after the last strike (a second failure during a recovery

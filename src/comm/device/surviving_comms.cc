@@ -56,8 +56,10 @@ SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const
     const std::vector<int>& gone = lost[static_cast<int>(Group::kLocal)];
     if (std::none_of(gone.begin(), gone.end(), [&](int r) { return r < local_rank; })) mine |= kLocalRankKept;
   }
-  int agreed = 0;
-  if (MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_BAND, survivors) != MPI_SUCCESS) agreed = 0;
+  // Agreed, not all-reduced: a rank lost during this recovery fails a plain allreduce on some survivors
+  // only, and the others wait in it for them forever. (A failure here is the next recovery's to handle.)
+  int agreed = mine;
+  if (!agree_and(survivors, &agreed)) agreed = 0;
   if (!(agreed & kLocalRankKept)) agreed &= ~(1 << static_cast<int>(Group::kCross));
   int shrunk = 0;
   for (int g = 0; g < DeviceContext::kGroups && old != nullptr; ++g) {
@@ -74,8 +76,8 @@ SurvivingComms shrink_device_comms(DeviceContext* old, MPI_Comm survivors, const
   }
   // A group is carried only where every survivor has its shrunk communicator: one rank making it anew
   // while another uses the shrunk one would wait for each other.
-  int everywhere = 0;
-  if (MPI_Allreduce(&shrunk, &everywhere, 1, MPI_INT, MPI_BAND, survivors) != MPI_SUCCESS) everywhere = 0;
+  int everywhere = shrunk;
+  if (!agree_and(survivors, &everywhere)) everywhere = 0;
   for (int g = 0; g < DeviceContext::kGroups; ++g) {
     if (!out.group[g]) continue;
     if (everywhere & (1 << g)) {

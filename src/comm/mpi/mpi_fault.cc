@@ -165,6 +165,16 @@ void wait_for_failure_hooks() {
   r.hooks_done.wait(lock, [&] { return r.hooks_running == 0; });
 }
 
+bool agree_and(MPI_Comm comm, int* bits) {
+#if defined(MPIX_ERR_PROC_FAILED)
+  if (ulfm_enabled()) return MPIX_Comm_agree(comm, bits) == MPI_SUCCESS;
+#endif
+  int all = 0;
+  const bool ok = MPI_Allreduce(bits, &all, 1, MPI_INT, MPI_BAND, comm) == MPI_SUCCESS;
+  *bits = ok ? all : 0;
+  return ok;
+}
+
 Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors) {
 #if defined(MPIX_ERR_PROC_FAILED)
   const int rc = MPIX_Comm_shrink(comm, survivors);

@@ -53,6 +53,10 @@ bool outlived_a_peer();
 void report_peer_failure(const std::string& what);
 // The survivors of `comm` (revoked), agreed among them: MPIX_Comm_shrink. Collective over them.
 Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors);
+// The bitwise AND of every live rank's `bits`, the same on all of them even when a rank fails meanwhile
+// (ULFM's MPIX_Comm_agree; MPI_Allreduce without ULFM). False where a rank failed: each survivor then
+// holds the same, partial AND. A plain allreduce that fails on some ranks leaves the others inside it.
+bool agree_and(MPI_Comm comm, int* bits);
 // Waits until the hook of every failure reported so far has returned (before recovering from it).
 void wait_for_failure_hooks();
 // After a recovery: the next failure is reported again.
