@@ -1,4 +1,4 @@
-"""A chaos soak of elastic training in place (Open MPI 5's ULFM, kolorun --in-place): one digits job of 5
+"""A chaos soak of elastic training in place (Open MPI 5's ULFM, kolorun --in-place): one digits job of 7
 ranks takes random faults at random moments (tests/elastic/chaos.py: SIGKILL, SIGSTOP, a second SIGKILL inside
 the recovery) after, at a random step, whichever rank keeps the host's commit dies halfway through writing
 it. It must survive every one in place: training again within a bound after each, no crash or abort in any
@@ -113,22 +113,10 @@ def test_a_chaos_soak_in_place(tmp_path):
     # Kills, freezes and a second kill inside a recovery ("double"), which Open MPI 5.0.11 alone crashes on
     # about 1 time in 6 and kolorun's preloaded guard keeps from crashing (test_ompi_guard.py).
     seed = int(os.environ.get("KOLO_CHAOS_SEED", random.randrange(1 << 30)))
-    text, monkey, returncode, out = soak_in_place(tmp_path, seed, kinds=("kill", "freeze", "double"))
+    # 7 ranks: room for the commit's death and three faults, doubles or not, down to one rank.
+    text, monkey, returncode, out = soak_in_place(tmp_path, seed, ranks=7, kinds=("kill", "freeze", "double"))
     assert "dies in its commit at " in text, text
     assert "kolo.elastic: in place: now rank 0 of " in text, text
     assert "restarting" not in text, text
     monkey.check(text, returncode, out, EPOCHS)
 
-
-def test_a_chaos_soak_in_place_across_emulated_hosts(tmp_path):
-    # 6 emulated hosts of one rank each: links cut for good, kills, freezes and second kills inside a
-    # recovery, at random. A host cut off is a rank alone on its side, fewer than --min-np 2: it ends there
-    # while the others go on in place.
-    seed = int(os.environ.get("KOLO_CHAOS_SEED", random.randrange(1 << 30)))
-    text, monkey, returncode, out = soak_in_place(tmp_path, seed, ranks=6, hosts=6, faults=3,
-                                                  kinds=("cut", "cut", "kill", "freeze", "double"), ranks_left=2)
-    if returncode == 77:
-        pytest.skip("no emulated hosts here (tests/cluster/cluster.sh needs root and iproute2)")
-    assert "dies in its commit at " in text, text
-    assert "restarting" not in text, text
-    monkey.check(text, returncode, out, EPOCHS)

@@ -237,8 +237,8 @@ def test_a_lost_ranks_slot_comes_back_and_the_job_grows_again(tmp_path):
     assert final_line(text).startswith("ranks 3  steps "), text
 
 
-@pytest.mark.parametrize("hosts,slots,event", [(3, 1, "die"), (2, 2, "die"), (3, 1, "cut")],
-                         ids=["3x1", "2x2", "3x1-link-cut"])
+@pytest.mark.parametrize("hosts,slots,event", [(3, 1, "die"), (2, 2, "die"), (3, 1, "cut"), (3, 1, "freeze")],
+                         ids=["3x1", "2x2", "3x1-link-cut", "3x1-freeze"])
 def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     # Emulated hosts (tests/cluster/cluster.sh: network namespaces, as root), started by kolorun
     # --in-place: the last rank (on the last host) is killed before step 10, or its host's link goes

@@ -6,6 +6,7 @@ recovered from, no crash, nothing left behind, the reference's weights); then wh
 
     tools/elastic/chaos_soak.py --mode in-place --jobs 10 --faults 5 --ranks 12
     tools/elastic/chaos_soak.py --mode restart --jobs 5 --faults 4
+    tools/elastic/chaos_soak.py --hosts 6 --faults 2 --kinds cut,kill,double    # emulated hosts, as root
 
 Builds: build-ulfm/ (tests/in_place.sh) for in place, build/ for restart; KOLO_ULFM_BUILD_DIR, KOLO_ULFM_MPIRUN
 and KOLO_BUILD_DIR choose others.
@@ -49,6 +50,9 @@ def main():
                         help="default: in place, enough for every fault to be a double (2 x faults + 2); 4 by restart")
     parser.add_argument("--epochs", type=int, default=0, help="default: enough for the faults")
     parser.add_argument("--kinds", default="kill,freeze,double")
+    parser.add_argument("--hosts", type=int, default=0,
+                        help="in place only: that many emulated hosts (tests/cluster/cluster.sh, as root), a rank "
+                             "each; kinds may then include cut (a host's link down for good)")
     parser.add_argument("--seed", type=int, default=None, help="the first job's; the next ones follow")
     args = parser.parse_args()
     kinds = tuple(args.kinds.split(","))
@@ -58,6 +62,9 @@ def main():
         ranks = args.ranks or 2 * args.faults + 2
         epochs = args.epochs or 6 + 3 * args.faults
         options = dict(ranks=ranks, step_seconds=0.03)
+        if args.hosts:
+            options.update(hosts=args.hosts, ranks=args.hosts, ranks_left=2)
+            ranks = args.hosts
     else:
         from test_chaos_restart import soak_by_restart as soak
         ranks = args.ranks or 4
