@@ -13,9 +13,12 @@ extern char** environ;
 namespace kolo {
 
 // Variables kolorun and the bindings use that are not engine settings: no "unknown setting" warning.
-static bool set_by_launcher(const std::string& name) {
-  static const std::set<std::string> names = {"KOLO_ELASTIC", "KOLO_ELASTIC_JOB_ID", "KOLO_ELASTIC_ATTEMPT",
-                                              "KOLO_ELASTIC_COMMIT_DIR", "KOLO_ELASTIC_MIN_NP", "KOLO_MPIRUN"};
+// KOLO_* names that are not settings but are read elsewhere: set by kolorun for the ranks (elastic
+// mode), kolorun's own, where the GPU path finds NCCL, and the Open MPI guard's debug switch.
+static bool read_elsewhere(const std::string& name) {
+  static const std::set<std::string> names = {"KOLO_ELASTIC",      "KOLO_ELASTIC_JOB_ID",  "KOLO_ELASTIC_ATTEMPT",
+                                              "KOLO_ELASTIC_COMMIT_DIR", "KOLO_ELASTIC_MIN_NP", "KOLO_MPIRUN",
+                                              "KOLO_NCCL_LIBRARY", "KOLO_DEBUG_OMPI_GUARD"};
   return names.count(name) > 0;
 }
 
@@ -295,7 +298,7 @@ Status config_from_environment(const Settings& overrides, Config* config, std::v
       names.push_back(entry.substr(0, entry.find('=')));
     }
     for (const std::string& name : names) {
-      if (name.rfind("KOLO_", 0) == 0 && !known.count(name) && !set_by_launcher(name)) {
+      if (name.rfind("KOLO_", 0) == 0 && !known.count(name) && !read_elsewhere(name)) {
         warnings->push_back(name + " is set but is not a kolo setting (see the KOLO_* table in docs/configuration.md)");
       }
     }
