@@ -65,6 +65,30 @@ def test_registering_and_removing(rank, size):
     assert kolo.remove_process_set(again)
 
 
+def test_a_refused_init_leaves_none_of_its_sets(rank, size):
+    # Horovod's order: init(process_sets=[...]) with a set given twice is refused, then a good list
+    # registers. The refused call leaves none of its sets behind (else the good list is refused too:
+    # "ranks [0] already form process set N"), on every rank.
+    if size < 2:
+        pytest.skip("needs 2 ranks (a set of every rank is the global one)")
+    from kolo import _C
+    ids = sorted(_C.process_set_ids())
+    with pytest.raises(ValueError, match=r"ranks \[0\] already form process set"):
+        kolo.init(process_sets=[kolo.ProcessSet([0]), kolo.ProcessSet([1]), kolo.ProcessSet([0])])
+    assert sorted(_C.process_set_ids()) == ids
+    good = [kolo.ProcessSet([0]), kolo.ProcessSet([1])]
+    kolo.init(process_sets=good)
+    try:
+        assert sorted(_C.process_set_ids()) == sorted(ids + [ps.process_set_id for ps in good])
+        mine = good[0] if rank == 0 else good[1] if rank == 1 else None
+        if mine is not None:
+            assert kolo.allreduce(torch.tensor([rank + 1.0]), op=kolo.Sum, process_set=mine).item() == rank + 1.0
+    finally:
+        kolo.barrier()
+        for ps in good:
+            kolo.remove_process_set(ps)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
 def test_every_collective_in_disjoint_sets_at_once(rank, size, dtype):
     if size < 2:

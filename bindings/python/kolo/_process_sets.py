@@ -120,7 +120,17 @@ def register_at_init(process_sets):
     switch for adding sets later) is accepted and changes nothing, as kolo always allows that."""
     if process_sets is None or process_sets == "dynamic":
         return []
-    return [add_process_set(ps) for ps in process_sets]
+    added = []
+    try:
+        for ps in process_sets:
+            added.append(add_process_set(ps))
+    except Exception:
+        # A refused list leaves none of its sets, or the next init's good list would be refused too. Every
+        # rank has the same list and refuses the same set, so every rank removes the same ones.
+        for ps in reversed(added):
+            remove_process_set(ps)
+        raise
+    return added
 
 
 def forget_all():
