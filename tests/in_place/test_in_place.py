@@ -241,8 +241,8 @@ def test_a_lost_ranks_slot_comes_back_and_the_job_grows_again(tmp_path):
                          ids=["3x1", "2x2", "3x1-link-cut", "3x1-freeze"])
 def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     # Emulated hosts (tests/cluster/cluster.sh: network namespaces, as root), started by kolorun
-    # --in-place: the last rank (on the last host) is killed before step 10, or its host's link goes
-    # down for good; the others go on in place and the job ends (MPI_Finalize's fence would wait for the
+    # --in-place: the last rank (on the last host) is killed before step 10, frozen, or its host's link
+    # goes down for good; the others go on in place and the job ends (MPI_Finalize's fence would wait for the
     # lost rank across hosts: kolo skips it once a peer has failed; mpirun would wait for the host cut
     # off: kolorun ends it once every survivor has exited).
     ranks = hosts * slots
