@@ -121,6 +121,7 @@ struct ErrorWatch {
   double peer_lost_at = 0;  // when a rank's peer watch first reported a lost peer
   SurvivorExits survivors;  // in place: the survivors of a lost peer that said they exit
   int in_place_size = 0;    // in place: the job's size after its last recovery (0: none yet)
+  double recovery_given_up_at = 0;  // in place: when a rank first said it gave up a recovery
   bool started = false;     // rank 0 said every rank of the attempt has started
 
   // Reads what is there without blocking; false once mpirun's side is closed.
@@ -143,6 +144,7 @@ struct ErrorWatch {
           if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
           survivors.read(line);
           if (const int n = in_place_job_size(line)) in_place_size = n;
+          if (recovery_given_up_at == 0 && recovery_given_up(line)) recovery_given_up_at = now();
           if (started_ranks(line) > 0) started = true;
           line.clear();
         }
@@ -193,6 +195,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   double ending_since = 0;  // when kolorun began ending an attempt that outlived a lost peer
   double survivors_gone_at = 0;  // in place: when the last survivor said it exits
   bool ending_for_survivors = false;
+  bool ending_for_recovery = false;
   const double started_at = now();
   double next = now() + o.discovery_interval_seconds;
   int status = 0;
@@ -202,7 +205,9 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     if (r == pid) {
       if (open) errors->pump();  // what mpirun wrote last
       // Ended by kolorun after the survivors: theirs is the job's status, not mpirun's.
-      return ending_for_survivors ? W_EXITCODE(errors->survivors.status(), 0) : status;
+      if (ending_for_survivors) return W_EXITCODE(errors->survivors.status(), 0);
+      // A recovery given up is a failed attempt, whatever mpirun made of SIGTERM.
+      return ending_for_recovery && status == 0 ? W_EXITCODE(1, 0) : status;
     }
     if (r < 0 && errno != EINTR) return W_EXITCODE(1, 0);  // not ours to wait for: cannot happen
     // Two reasons to end mpirun, SIGTERM then SIGKILL. Without --in-place the survivors of a lost peer
@@ -216,9 +221,17 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     // A rank frozen (or its host cut off) in MPI's start-up holds every rank there, out of reach of
     // kolo's peer watch and of ULFM's detector: the attempt ends and the next starts from the last commit.
     const bool not_started = !errors->started && now() - started_at > o.ranks_start_timeout_seconds;
-    if (outlived_peer || survivors_gone || not_started) {
+    // In place, a rank gave up a recovery that could not finish (a lost peer MPI never declared failed); the
+    // others give up within moments: the attempt is over, and the next starts from the last commit.
+    const bool recovery_stuck = o.in_place && errors->recovery_given_up_at > 0 &&
+                                now() - errors->recovery_given_up_at > kLostPeerGraceSeconds;
+    if (outlived_peer || survivors_gone || not_started || recovery_stuck) {
       if (ending_since == 0) {
-        if (not_started && !survivors_gone && !outlived_peer) {
+        if (recovery_stuck && !survivors_gone) {
+          say() << "a rank gave up its recovery in place (a lost peer that MPI never declared failed) "
+                << kLostPeerGraceSeconds << " s ago: ending mpirun\n";
+          ending_for_recovery = true;
+        } else if (not_started && !survivors_gone && !outlived_peer) {
           say() << "the ranks of attempt " << attempt << " have not all started within --start-timeout "
                 << o.ranks_start_timeout_seconds << " s (one frozen, or its host unreachable, in MPI's start-up?): "
                 << "ending mpirun\n";

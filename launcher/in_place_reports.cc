@@ -14,6 +14,17 @@ int in_place_job_size(const std::string& line) {
   return rank >= 0 && rank < size ? size : 0;
 }
 
+bool recovery_given_up(const std::string& line) {
+  const size_t at = line.find("kolo: rank ");
+  if (at == std::string::npos) return false;
+  int rank = -1, size = 0, end = 0;
+  if (std::sscanf(line.c_str() + at, "kolo: rank %d of %d: the recovery in place has not finished within %n", &rank,
+                  &size, &end) != 2 || end == 0) {
+    return false;
+  }
+  return rank >= 0 && rank < size;
+}
+
 void SurvivorExits::read(const std::string& line) {
   const size_t at = line.find("kolo: rank ");
   if (at == std::string::npos) return;

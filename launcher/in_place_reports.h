@@ -15,6 +15,11 @@ namespace launcher {
 // of N, ..." (bindings/python/kolo/elastic/runner.py); 0 if the line is not that.
 int in_place_job_size(const std::string& line);
 
+// Whether the line is a rank giving up a recovery in place that did not finish (src/api/give_up_recovery.cc):
+//   "kolo: rank R of N: the recovery in place has not finished within T s (...)"
+// mpirun would then wait for the lost process for good: kolorun ends it and restarts from the last commit.
+bool recovery_given_up(const std::string& line);
+
 // Each survivor prints, as it exits (bindings/python/kolo/_core.py):
 //   "kolo: rank R of N, left in place after a peer was lost, exits with status S"
 class SurvivorExits {

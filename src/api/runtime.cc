@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "api/give_up_recovery.h"
 #include "comm/barrier.h"
 #include "comm/hierarchy_choice.h"
 #include "comm/device/device_collectives.h"
@@ -15,6 +16,7 @@
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
 #include "common/clock.h"
+#include "common/deadline.h"
 #include "common/logging.h"
 #include "engine/tuning/autotuner.h"
 #if KOLO_HAVE_CUDA
@@ -404,10 +406,19 @@ bool Runtime::failed_in_place() {
 Status Runtime::recover_in_place() {
   // How long the failed ops' GPU work may take to end once the shrink has stopped it.
   constexpr double kStreamEndSeconds = 10.0;
+  double bound = 0;
+  int rank = 0, size = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!not_in_place_.empty()) return Status::Unsupported("recover_in_place: " + not_in_place_);
+    bound = base_config_.recovery_timeout_seconds;
+    rank = job_rank_;
+    size = world_size_;
   }
+  // A lost peer that MPI never declares failed (its host cut off, ULFM's detector off) leaves the shrink
+  // waiting for good, and no call here can be interrupted: past the bound the rank exits, and kolorun
+  // restarts the job from its last commit.
+  const Deadline deadline(bound, [rank, size, bound] { give_up_recovery(rank, size, bound); });
   const double start = steady_seconds();
   wait_for_failure_hooks();  // every op in flight has been failed, every engine abandoned
   std::vector<std::shared_ptr<Engine>> engines;

@@ -57,6 +57,10 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_PEER_TIMEOUT_SECONDS", "30",
        "A process that stops answering (frozen, or its host unreachable) for this long is lost: every "
        "other rank fails its ops naming it and its host, and the job ends; 0 turns the watch off."},
+      {"KOLO_RECOVERY_TIMEOUT_SECONDS", "60",
+       "In place (ULFM): a recovery that has not finished in this long (MPI never declared a lost peer "
+       "failed: its host cut off, or ULFM's detector off) is given up: the rank exits with status 1 and "
+       "kolorun restarts the job from its last commit; 0 waits forever."},
       {"KOLO_LOG_LEVEL", "warning", "trace, debug, info, warning or error."},
       {"KOLO_SEGMENT_BYTES", "auto",
        "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache) and for "
@@ -214,6 +218,7 @@ Status parse_config(const SettingLookup& lookup, Config* config, const SettingOr
   p.non_negative_double("KOLO_STALL_CHECK_SECONDS", &c.stall_check_seconds);
   p.non_negative_double("KOLO_STALL_SHUTDOWN_SECONDS", &c.stall_shutdown_seconds);
   p.non_negative_double("KOLO_PEER_TIMEOUT_SECONDS", &c.peer_timeout_seconds);
+  p.non_negative_double("KOLO_RECOVERY_TIMEOUT_SECONDS", &c.recovery_timeout_seconds);
   p.log_level("KOLO_LOG_LEVEL", &c.log_level);
   p.non_negative_int("KOLO_SEGMENT_BYTES", &c.segment_bytes);
   p.non_negative_int("KOLO_ZERO_COPY_BYTES", &c.zero_copy_bytes);

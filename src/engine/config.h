@@ -32,6 +32,9 @@ struct Config {
   // A process that sends no heartbeat for this long (frozen, or its host unreachable) is lost: every
   // rank fails its ops naming it. 0: no watch.
   double peer_timeout_seconds = 30.0;
+  // In place (ULFM): a recovery that has not finished in this long is given up, the rank exiting for a
+  // restart from the last commit. 0: no bound.
+  double recovery_timeout_seconds = 60.0;
   LogLevel log_level = LogLevel::kWarning;
   // kAuto: chosen by the job's layout (resolve_layout_defaults).
   static constexpr int64_t kAuto = -1;

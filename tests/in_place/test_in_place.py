@@ -70,11 +70,12 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
     return launch(tmp_path, cmd + digits(out), env) + (out,)
 
 
-def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2", ranks=3):
-    """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN."""
+def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2", ranks=3, **settings):
+    """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN; kolo
+    `settings` in its environment."""
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
                   KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout), ELASTIC_TEST_EVENT=event,
-                  ELASTIC_TEST_HOSTS_AFTER=hosts_after, ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+                  ELASTIC_TEST_HOSTS_AFTER=hosts_after, ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"), **settings)
     out = tmp_path / "weights.pt"
     cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), *options]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
@@ -293,6 +294,62 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path, peer_timeout):
     check_in_place(text, out)
     assert "every rank left in place has exited (status 0); mpirun still waits for a lost one" in text, text
     print("frozen: training again %.3f s after the freeze" % seconds_to_recover(text))
+
+
+# ULFM's detector off: a frozen rank is found by kolo's peer watch, but MPI never declares it failed, so
+# the survivors' shrink would wait for it for good (as when a host is cut off and ULFM misses it). Given
+# after ULFM's own options, it overrides them (the last --mca of a name wins).
+NO_DETECTOR = ["--mca", "mpi_ft_detector", "false"]
+
+
+def test_a_recovery_that_cannot_finish_is_given_up_at_its_bound(tmp_path):
+    # Under plain mpirun: past KOLO_RECOVERY_TIMEOUT_SECONDS each survivor says so and exits.
+    env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS="3", KOLO_RECOVERY_TIMEOUT_SECONDS="6",
+                  ELASTIC_TEST_EVENT="0:2:10:freeze", ELASTIC_TEST_HOSTS_AFTER="localhost:2",
+                  ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
+    cmd = [MPIRUN] + ULFM + NO_DETECTOR + ["-np", "3", "--oversubscribe"]
+    for name in ("PYTHONPATH", "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_RECOVERY_TIMEOUT_SECONDS", "ELASTIC_TEST_EVENT",
+                 "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
+        cmd += ["-x", name]
+    job, log = launch(tmp_path, cmd + digits(tmp_path / "weights.pt"), env)
+    given_up = ["kolo: rank %d of 3: the recovery in place has not finished within 6 s" % r for r in (0, 1)]
+    try:
+        text = finish(job, log, until=given_up, timeout=120)
+        assert all(line in text for line in given_up), text
+        assert "exiting with status 1 so that kolorun restarts the job from its last commit" in text, text
+        survivors = [pid for rank, pid in pids(text, "starts").items() if rank != 2]
+        deadline = time.time() + 10
+        while time.time() < deadline and any(running(pid) for pid in survivors):
+            time.sleep(0.1)
+        assert not any(running(pid) for pid in survivors), text
+    finally:
+        kill_frozen(log, 2)
+        log.seek(0)
+        end_job(job, log.read())
+
+
+def test_kolorun_restarts_a_job_whose_recovery_cannot_finish(tmp_path):
+    # The same under kolorun --in-place: the survivors give up and exit with status 1, the attempt ends
+    # (here mpirun ends it itself, the frozen rank with it; where mpirun would wait on, for a daemon out of
+    # reach, kolorun ends it 10 s after the first rank gave up), and kolorun restarts the job on 3 ranks from
+    # the commit of step 8 in its commit directory: it ends as the one-process reference of that schedule.
+    job, log, out = start_kolorun_job(tmp_path, "0:2:10:freeze", "--min-np", "2", "--mpi-args", " ".join(NO_DETECTOR),
+                                      peer_timeout=3, KOLO_RECOVERY_TIMEOUT_SECONDS="6")
+    try:
+        text = finish(job, log, timeout=180)
+    finally:
+        log.seek(0)
+        first = re.search(r"rank 2 of 3 starts with pid (\d+)", log.read())  # the first attempt's, frozen
+        if first is not None and running(int(first.group(1))):
+            os.kill(int(first.group(1)), signal.SIGKILL)
+            pytest.fail("the frozen rank of attempt 0 was left behind")
+    assert job.returncode == 0, text
+    assert "the recovery in place has not finished within 6 s" in text, text
+    assert re.search(r"attempt 0 ended with .*; restarting from the last commit \(reset 1 of unlimited\)", text), text
+    assert "attempt 1 starts at step 8 on 3 ranks" in text, text
+    from test_elastic import assert_same_weights, reference
+    weights, _ = reference([(8, 3), (None, 3)])
+    assert_same_weights(out, weights)
 
 
 def test_a_rank_frozen_in_mpis_start_up_restarts_the_attempt(tmp_path):

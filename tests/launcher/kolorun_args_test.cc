@@ -320,6 +320,17 @@ TEST(KolorunElastic, TheSurvivorsInPlaceAreAllGoneOnceEachSaidSo) {
   EXPECT_EQ(exits.status(), 1);
 }
 
+TEST(KolorunElastic, ARankThatGaveUpItsRecoveryInPlace) {
+  EXPECT_TRUE(recovery_given_up("kolo: rank 1 of 3: the recovery in place has not finished within 60 s (MPI has not "
+                                "declared a lost peer failed: its host cut off, or ULFM's detector off?); exiting"));
+  EXPECT_TRUE(recovery_given_up("[1,0]<stderr>: kolo: rank 0 of 2: the recovery in place has not finished within 8 s"));
+  for (const char* line : {"kolo: rank 0 of 2, left in place after a peer was lost, exits with status 1",
+                           "kolo: rank 3 of 2: the recovery in place has not finished within 60 s",
+                           "kolo: rank 0 of 2: the recovery in place", "recovery in place has not finished", ""}) {
+    EXPECT_FALSE(recovery_given_up(line)) << line;
+  }
+}
+
 TEST(KolorunElastic, TheJobsSizeAfterARecoveryInPlace) {
   EXPECT_EQ(in_place_job_size("kolo.elastic: in place: now rank 1 of 3, from commit 2 (restore, shrink, restart and "
                               "sync: 0.5 s)"),
