@@ -25,4 +25,4 @@ cmake -S . -B build-ulfm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/
 cmake --build build-ulfm -j "$(nproc)"
 build-ulfm/bin/kolorun --check-build | grep -E "MPI|ULFM"
 KOLO_ULFM_BUILD_DIR="$root/build-ulfm" KOLO_ULFM_MPIRUN="$venv/bin/mpirun" KOLO_ULFM_TF_PYTHON="$tf_python" \
-  timeout 600 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/in_place
+  timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/in_place
