@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-# ULFM's options, as the in-place suite's (tests/in_place/test_in_place.py): its failure detector finds a
+# ULFM's options, as the in-place suite's (tests/in_place/in_place_job.py): its failure detector finds a
 # frozen process (a heartbeat each second, a suspect after 4 s without one).
 ULFM = ["--with-ft", "ulfm", "--mca", "btl", "tcp,self", "--mca", "mpi_ft_detector", "true",
         "--mca", "mpi_ft_detector_period", "1", "--mca", "mpi_ft_detector_timeout", "4"]

@@ -20,7 +20,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_in_place import BUILD, MPIRUN, digits, end_job, job_env, launch  # noqa: E402
+from in_place_job import BUILD, MPIRUN, digits, end_job, job_env, launch  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "elastic"))
 import chaos  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_in_place import BUILD, MPIRUN, ULFM, job_env  # noqa: E402
+from in_place_job import BUILD, MPIRUN, ULFM, job_env  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "elastic"))
 from chaos import CRASH  # noqa: E402
