@@ -12,7 +12,6 @@
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
 #include "common/logging.h"
-#include "engine/tuning/autotuner.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -136,15 +135,18 @@ std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, con
   resolve_layout_defaults(topo, config);
   const CollectiveTuning tuning{config->segment_bytes, config->zero_copy_bytes};
   auto registry = std::make_unique<CollectiveRegistry>();
-  // Hierarchical allreduce splits each host's share into one block per local rank, so every host
-  // must have as many ranks; hierarchical allgather works with any layout.
-  const bool hierarchical_allreduce = config->hierarchical_allreduce && topo.homogeneous;
+  // Which allreduce runs: comm/allreduce_choice.h. Hierarchical allreduce splits each host's share into
+  // one block per local rank, so every host must have as many ranks; hierarchical allgather works with
+  // any layout.
+  const JobShape job = mpi.job_shape();
+  const AllreduceSettings settings = allreduce_settings(*config);
+  const bool hierarchical_allreduce = starts_hierarchical(DeviceType::kCPU, job, settings);
   if (config->hierarchical_allreduce && !topo.homogeneous && topo.rank == 0) {
     KOLO_LOG(kWarning, "KOLO_HIERARCHICAL_ALLREDUCE needs the same number of ranks on every host; "
                        "using flat allreduce");
   }
   // Where KOLO_AUTOTUNE chooses between flat and hierarchical, both are built (comm/hierarchy_choice.h).
-  if (Autotuner::tunes_hierarchy(*config, topo)) {
+  if (tunes_hierarchy(job, settings)) {
     registry->add(make_hierarchy_choice(make_mpi_allreduce(mpi, tuning), make_mpi_hierarchical_allreduce(mpi, tuning),
                                         hierarchical_allreduce));
   } else {
@@ -157,12 +159,7 @@ std::unique_ptr<CollectiveRegistry> Runtime::collectives_for(Config* config, con
   registry->add(make_mpi_alltoall(mpi));
   registry->add(make_mpi_reducescatter(mpi));
   registry->add(make_negotiated_barrier());
-  // GPU tensors go hierarchical only when asked (or while KOLO_AUTOTUNE tries it): NCCL's own rings and
-  // trees already follow the hosts' topology, and kolo's hierarchical GPU path has not been measured
-  // against them across hosts.
-  const bool device_hierarchical =
-      hierarchical_allreduce && (config->autotune.fixed_hierarchical || Autotuner::tunes_hierarchy(*config, topo));
-  add_device_collectives(*config, device_hierarchical, mpi, registry.get(), device);
+  add_device_collectives(*config, starts_hierarchical(DeviceType::kCUDA, job, settings), mpi, registry.get(), device);
   return registry;
 }
 
@@ -186,7 +183,7 @@ void Runtime::add_device_collectives(const Config& config, bool hierarchical_all
   }
   *device = std::make_shared<DeviceContext>(backend_, mpi);
   DeviceContext& d = **device;
-  if (Autotuner::tunes_hierarchy(config, mpi.topology())) {
+  if (tunes_hierarchy(mpi.job_shape(), allreduce_settings(config))) {
     registry->add(make_hierarchy_choice(make_device_allreduce(d), make_device_hierarchical_allreduce(d),
                                         hierarchical_allreduce));
   } else {

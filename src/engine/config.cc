@@ -257,13 +257,21 @@ Status parse_config(const SettingLookup& lookup, Config* config, const SettingOr
   return Status::OK();
 }
 
+AllreduceSettings allreduce_settings(const Config& config) {
+  AllreduceSettings s;
+  if (config.autotune.fixed_hierarchical) {
+    s.hierarchical = config.hierarchical_allreduce ? HierarchySetting::kOn : HierarchySetting::kOff;
+  }
+  s.autotune = config.autotune.enabled;
+  return s;
+}
+
 void resolve_layout_defaults(const Topology& topology, Config* config) {
   const bool spans_hosts = topology.cross_size > 1;
-  // Unless given, hierarchical wherever it can run: each byte crosses between hosts once per host
-  // instead of once per rank, and the crossing is kolo's own, pipelined (with one rank a host it is all
-  // there is, and still faster than MPI_Allreduce; benchmarks/README.md, "Across hosts").
   if (!config->autotune.fixed_hierarchical) {
-    config->hierarchical_allreduce = spans_hosts && topology.homogeneous;
+    // The thread level does not matter to whether, only to how.
+    config->hierarchical_allreduce =
+        starts_hierarchical(DeviceType::kCPU, job_shape(topology, true), allreduce_settings(*config));
   }
   const bool flat_across_hosts = spans_hosts && !(config->hierarchical_allreduce && topology.homogeneous);
   if (config->segment_bytes == Config::kAuto) config->segment_bytes = flat_across_hosts ? 32ll << 20 : 4ll << 20;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/allreduce_choice.h"
 #include "comm/topology.h"
 #include "common/logging.h"
 #include "engine/horovod_settings.h"
@@ -79,11 +80,15 @@ using SettingLookup = std::function<const char*(const std::string& name)>;
 using SettingOrigin = std::function<const HorovodSource*(const std::string& name)>;
 Status parse_config(const SettingLookup& lookup, Config* config, const SettingOrigin& origin = nullptr);
 
-// Fills in the settings left to the job's layout. On one host, small pieces win: 4 MiB segments
-// stay in cache and tensors from 256 KiB are reduced where they lie. Across hosts with as many ranks
-// (more than one) on each, allreduce goes hierarchical, whose pipelined stages also favour 4 MiB
-// segments; flat across hosts, each MPI call costs network round trips, so fewer, larger ones win:
-// 32 MiB segments. Across hosts zero copy starts at 8 MiB.
+// What comm/allreduce_choice.h needs of the settings: KOLO_HIERARCHICAL_ALLREDUCE as given (or auto) and
+// whether KOLO_AUTOTUNE is on.
+AllreduceSettings allreduce_settings(const Config& config);
+
+// Fills in the settings left to the job's layout. Whether CPU allreduce is hierarchical, unless given:
+// comm/allreduce_choice.h. On one host, small pieces win: 4 MiB segments stay in cache and tensors
+// from 256 KiB are reduced where they lie. Hierarchical across hosts, whose pipelined stages also
+// favour 4 MiB segments; flat across hosts, each MPI call costs network round trips, so fewer, larger
+// ones win: 32 MiB segments. Across hosts zero copy starts at 8 MiB.
 void resolve_layout_defaults(const Topology& topology, Config* config);
 
 // Reads the process environment, with `overrides` taking precedence, and HOROVOD_* variables as the

@@ -12,14 +12,14 @@ Status FlatReducer::start(const void* send, void* recv, int count, MPI_Datatype 
   int elem = 0;
   MPI_Type_size(type, &elem);
   const size_t bytes = static_cast<size_t>(count) * static_cast<size_t>(elem);
-  const bool small = static_cast<int64_t>(bytes) <= kSmallBytes;
-  if (!small && !ring_) {
+  const AllreduceAlgorithm algorithm = choose_allreduce(DeviceType::kCPU, static_cast<int64_t>(bytes), job_, false);
+  if (algorithm == AllreduceAlgorithm::kMpiAllreduce) {
     KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, count, type, op, comm_), "MPI_Allreduce");
     return Status::OK();
   }
   if (send != MPI_IN_PLACE) std::memcpy(recv, send, bytes);
   const CombineBytes combine = combine_with(type, op);
-  if (small) {
+  if (algorithm == AllreduceAlgorithm::kRecursiveDoubling) {
     if (scratch_.size() < bytes) scratch_.resize(bytes);
     return recursive_doubling_allreduce(comm_, rank_, size_, kTag, static_cast<char*>(recv), scratch_.data(), bytes,
                                         combine, "allreduce (recursive doubling)");

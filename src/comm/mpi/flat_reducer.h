@@ -6,20 +6,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "comm/allreduce_choice.h"
 #include "comm/mpi/segment_reducer.h"
 
 namespace kolo {
 
 class FlatReducer : public SegmentReducer {
  public:
-  // A small segment is reduced by recursive doubling over point-to-point messages, each wait giving up
-  // on a lost peer (recursive_doubling.h), so that a caller's thread may run it; faster than Open MPI's
-  // MPI_Iallreduce at these sizes (benchmarks/README.md, Small ops). On every rank alike, whichever
-  // thread runs it. Larger ones, on one host, by kolo's ring, whose waits leave the core to the
-  // framework's threads (ring_allreduce.h); across hosts by MPI_Allreduce, whose algorithms suit
-  // the network (benchmarks/README.md, Across hosts).
-  static constexpr int64_t kSmallBytes = 64 << 10;
-  FlatReducer(MPI_Comm comm, bool ring) : comm_(comm), ring_(ring) {
+  // Each segment by what comm/allreduce_choice.h chooses for it, flat: recursive doubling
+  // (recursive_doubling.h: its waits give up on a lost peer, so a caller's thread may run it), kolo's
+  // ring (ring_allreduce.h) or MPI_Allreduce.
+  FlatReducer(MPI_Comm comm, const JobShape& job) : comm_(comm), job_(job) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
   }
@@ -28,7 +25,7 @@ class FlatReducer : public SegmentReducer {
  private:
   static constexpr int kTag = 2;  // on the data communicator; Adasum's messages there have their own
   MPI_Comm comm_;
-  bool ring_;
+  JobShape job_;
   int rank_ = 0, size_ = 1;
   std::vector<char> scratch_;
 };

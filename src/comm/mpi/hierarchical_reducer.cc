@@ -2,22 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/ring_allreduce.h"
 
 namespace kolo {
 
-HierarchicalReducer::HierarchicalReducer(const MpiContext& mpi) : mpi_(mpi) {
-  const int hosts = mpi.topology().cross_size;
-  int level = 0;
-  MPI_Query_thread(&level);
-  if (hosts == 2) {
-    mode_ = Mode::kPairwise;
-  } else if (hosts > 2) {
-    mode_ = level == MPI_THREAD_MULTIPLE ? Mode::kRingOnLane : Mode::kRingInTurn;
-  }
-}
+HierarchicalReducer::HierarchicalReducer(const MpiContext& mpi)
+    : mpi_(mpi),
+      // How blocks cross between hosts: chosen for a call too large to go flat.
+      crossing_(choose_allreduce(DeviceType::kCPU, std::numeric_limits<int64_t>::max(), mpi.job_shape(), true)) {}
 
 Status HierarchicalReducer::cross_ring(char* data, int count, size_t elem, const CombineBytes& combine) {
   const Topology& t = mpi_.topology();
@@ -49,7 +44,7 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
   const int mine = f.mine;
   char* data = f.data;
   f.block = next_block_++ % kDepth;
-  if (mode_ == Mode::kPairwise) {
+  if (crossing_ == AllreduceAlgorithm::kHierarchicalPairwise) {
     const MPI_Comm cross = mpi_.cross();
     std::vector<char>& theirs = peer_blocks_[f.block];
     const size_t bytes = static_cast<size_t>(mine) * static_cast<size_t>(elem);
@@ -69,10 +64,10 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
     }
     return Status::OK();
   }
-  if (mode_ == Mode::kRingOnLane) {
+  if (crossing_ == AllreduceAlgorithm::kHierarchicalRingOnLane) {
     f.ticket = lane_.submit(
         [=, combine = f.combine] { return cross_ring(data, mine, static_cast<size_t>(elem), combine); });
-  } else if (mode_ == Mode::kRingInTurn) {
+  } else if (crossing_ == AllreduceAlgorithm::kHierarchicalRingInTurn) {
     Status s = cross_ring(data, mine, static_cast<size_t>(elem), f.combine);
     if (!s.ok()) return s;
   }

@@ -31,7 +31,11 @@ class HierarchicalReducer : public SegmentReducer {
  public:
   explicit HierarchicalReducer(const MpiContext& mpi);
 
-  int depth() const override { return mode_ == Mode::kPairwise || mode_ == Mode::kRingOnLane ? kDepth : 1; }
+  int depth() const override {
+    return crossing_ == AllreduceAlgorithm::kHierarchicalPairwise || crossing_ == AllreduceAlgorithm::kHierarchicalRingOnLane
+               ? kDepth
+               : 1;
+  }
   Status start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) override;
   Status finish_oldest() override;
   void abandon() override;
@@ -46,9 +50,6 @@ class HierarchicalReducer : public SegmentReducer {
   static constexpr size_t kCrossingMessageBytes = 256 << 10;
   static constexpr int kTag = 3;  // kolo's ring on the host's communicator
   static constexpr int kCrossTag = 0;  // on the cross-host communicator
-  // How blocks cross between hosts: not at all (one host), a pairwise exchange (2 hosts), kolo's ring
-  // on the lane or on this thread (more).
-  enum class Mode { kNone, kPairwise, kRingOnLane, kRingInTurn };
   // The ring across hosts on block `data` of `count` elements, in place.
   Status cross_ring(char* data, int count, size_t elem, const CombineBytes& combine);
   struct Flight {
@@ -64,7 +65,9 @@ class HierarchicalReducer : public SegmentReducer {
   };
 
   const MpiContext& mpi_;
-  Mode mode_ = Mode::kNone;
+  // How blocks cross between hosts (comm/allreduce_choice.h): not at all on one host, a pairwise exchange
+  // on 2, kolo's ring on the lane or on this thread on more.
+  const AllreduceAlgorithm crossing_;
   std::vector<char> scratch_;  // the ring's incoming block inside the host
   std::vector<char> cross_scratch_;  // and across hosts (used by one thread at a time: the lane's, or this)
   std::vector<char> peer_blocks_[kDepth];

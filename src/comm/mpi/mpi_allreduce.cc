@@ -23,19 +23,21 @@ const char* bytes_at(const void* p, int64_t offset) { return static_cast<const c
 class MpiAllreduce : public Collective {
  public:
   MpiAllreduce(const MpiContext& mpi, const CollectiveTuning& tuning, bool hierarchical)
-      : mpi_(mpi), tuning_(tuning), hierarchical_(hierarchical) {
-    flat_ = std::make_unique<FlatReducer>(mpi.data(), /*ring=*/mpi.topology().cross_size == 1);
+      : mpi_(mpi), tuning_(tuning), hierarchical_(hierarchical), job_(mpi.job_shape()) {
+    flat_ = std::make_unique<FlatReducer>(mpi.data(), job_);
     if (hierarchical) hierarchical_reducer_ = std::make_unique<HierarchicalReducer>(mpi);
   }
 
-  // Even where allreduce is hierarchical, a call of at most this many bytes goes flat, by recursive
-  // doubling: three stages (inside, across, inside) would cost three latencies for no bandwidth gained.
+  // Small calls go flat even where allreduce is hierarchical (comm/allreduce_choice.h).
   SegmentReducer& reducer_for(int64_t bytes) {
-    return hierarchical_reducer_ != nullptr && bytes > FlatReducer::kSmallBytes ? *hierarchical_reducer_ : *flat_;
+    return is_hierarchical(choose_allreduce(DeviceType::kCPU, bytes, job_, hierarchical_)) ? *hierarchical_reducer_
+                                                                                           : *flat_;
   }
 
   // Compression only narrows what travels; each segment is at most `bytes`.
-  bool gives_up_on_lost_peer(int64_t bytes) const override { return bytes <= FlatReducer::kSmallBytes; }
+  bool gives_up_on_lost_peer(int64_t bytes) const override {
+    return choose_allreduce(DeviceType::kCPU, bytes, job_, false) == AllreduceAlgorithm::kRecursiveDoubling;
+  }
 
   const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }
 
@@ -162,6 +164,7 @@ class MpiAllreduce : public Collective {
   const MpiContext& mpi_;
   CollectiveTuning tuning_;  // its segment and zero-copy sizes
   const bool hierarchical_;
+  const JobShape job_;
   std::unique_ptr<SegmentReducer> flat_;
   std::unique_ptr<SegmentReducer> hierarchical_reducer_;  // only where hierarchical
   std::vector<char> staging_;  // the fusion buffer: a slot for each packed segment in flight

@@ -99,4 +99,10 @@ MPI_Op MpiContext::op(DataType dtype, ReduceOp op) const {
   return mpi_builtin_op(reduction_for(dtype, op));
 }
 
+JobShape MpiContext::job_shape() const {
+  int level = 0;
+  MPI_Query_thread(&level);
+  return kolo::job_shape(topology_, level == MPI_THREAD_MULTIPLE);
+}
+
 }  // namespace kolo

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/allreduce_choice.h"
 #include "comm/topology.h"
 #include "kolo/types.h"
 
@@ -29,6 +30,8 @@ class MpiContext {
   MPI_Comm local() const { return local_; }   // ranks on this host
   MPI_Comm cross() const { return cross_; }   // ranks with this local rank, one per host
   const Topology& topology() const { return topology_; }
+  // What comm/allreduce_choice.h needs of the job: its hosts, and whether MPI allows calls from several threads.
+  JobShape job_shape() const;
   // A process set's context: which set it is and its members' job ranks (set-rank order), so that
   // what is built on it (a GPU communicator's members) can name job ranks.
   void mark_process_set(int id, std::vector<int> job_ranks) {

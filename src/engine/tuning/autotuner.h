@@ -42,8 +42,7 @@ class Autotuner {
   // Whether flat or hierarchical allreduce is one of the choices: hierarchical can run (the job spans
   // hosts with as many ranks on each) and was not given explicitly.
   static bool tunes_hierarchy(const Config& config, const Topology& topology) {
-    return config.autotune.enabled && !config.autotune.fixed_hierarchical && topology.cross_size > 1 &&
-           topology.homogeneous;
+    return kolo::tunes_hierarchy(job_shape(topology, true), allreduce_settings(config));
   }
 
   // `start`: the settings the job starts with. `tune_hierarchy`: flat or hierarchical is a choice (the
