@@ -28,9 +28,5 @@ MpirunCommand attempt_command(const LaunchOptions& options, const Machine& machi
 // --hostfile or none are expected to have been checked (slots, reachable) already.
 int run_elastic(const LaunchOptions& options, const Machine& machine);
 
-// Replaces this process with mpirun running `cmd`, its set_env put in the environment. Returns only
-// when that fails, with why.
-std::string exec_mpirun(const std::string& mpirun, const MpirunCommand& cmd);
-
 }  // namespace launcher
 }  // namespace kolo

@@ -17,6 +17,7 @@
 #include "launch_checks.h"
 #include "launch_options.h"
 #include "mpirun_command.h"
+#include "mpirun_process.h"
 #include "slurm_allocation.h"
 
 extern char** environ;

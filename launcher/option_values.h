@@ -1,0 +1,17 @@
+// Options' values, checked: what kolorun's command line (launch_options.cc) and host lists take.
+#pragma once
+
+#include <string>
+
+namespace kolo {
+namespace launcher {
+
+// A whole decimal integer >= min, else false.
+bool parse_int(const std::string& text, long long min, long long* out);
+// A finite number >= 0, else false.
+bool parse_number(const std::string& text, double* out);
+// A name -x can forward: letters, digits and '_', not starting with a digit.
+bool valid_env_name(const std::string& name);
+
+}  // namespace launcher
+}  // namespace kolo
