@@ -127,143 +127,199 @@ void report_fatal_signal(int signal_number) {
   std::raise(signal_number);
 }
 
-}  // namespace
+// What the command line asks for.
+struct Options {
+  std::string device_name = "double";
+  std::string fault = "kill";
+  int steps = 0;
+  int die_at = 0;
+  int signal_number = SIGKILL;  // SIGSTOP for --fault freeze
+};
 
-int main(int argc, char** argv) {
-  for (int s : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGPIPE}) std::signal(s, report_fatal_signal);
-  std::string device_name = "double", fault = "kill";
+// False on anything the program does not take (the caller prints the usage).
+bool parse_options(int argc, char** argv, Options* o) {
   std::vector<int> numbers;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    std::string* option = a == "--device" ? &device_name : a == "--fault" ? &fault : nullptr;
+    std::string* option = a == "--device" ? &o->device_name : a == "--fault" ? &o->fault : nullptr;
     if (option != nullptr) {
-      if (++i == argc) return usage();
+      if (++i == argc) return false;
       *option = argv[i];
     } else if (a.rfind("--device=", 0) == 0) {
-      device_name = a.substr(9);
+      o->device_name = a.substr(9);
     } else if (a.rfind("--fault=", 0) == 0) {
-      fault = a.substr(8);
+      o->fault = a.substr(8);
     } else if (!a.empty() && a[0] != '-') {
       numbers.push_back(std::atoi(a.c_str()));
     } else {
-      return usage();
+      return false;
     }
   }
-  if (numbers.size() != 2 || (device_name != "double" && device_name != "cuda") ||
-      (fault != "kill" && fault != "freeze")) {
-    return usage();
+  if (numbers.size() != 2 || (o->device_name != "double" && o->device_name != "cuda") ||
+      (o->fault != "kill" && o->fault != "freeze")) {
+    return false;
   }
-  const int steps = numbers[0];
-  const int die_at = numbers[1];
-  const int signal_number = fault == "kill" ? SIGKILL : SIGSTOP;
+  o->steps = numbers[0];
+  o->die_at = numbers[1];
+  o->signal_number = o->fault == "kill" ? SIGKILL : SIGSTOP;
+  return true;
+}
 
-  // Before MPI and kolo start: on CUDA this sets NCCL_HOSTID for NCCL, which must see it first.
-  std::unique_ptr<InPlaceDevice> device;
-  if (device_name == "double") {
-    device = make_double();
-  } else {
+// Called before MPI and kolo start: on CUDA this sets NCCL_HOSTID for NCCL, which must see it first.
+// Null, having said why, where the device cannot be had.
+std::unique_ptr<InPlaceDevice> open_device(const std::string& device_name) {
+  if (device_name == "double") return make_double();
 #if KOLO_HAVE_CUDA
-    std::string why;
-    device = kolo::testing::make_cuda_in_place_device(&why);
-    if (!device) return std::fprintf(stderr, "device_in_place: --device cuda: %s\n", why.c_str()), 1;
+  std::string why;
+  std::unique_ptr<InPlaceDevice> device = kolo::testing::make_cuda_in_place_device(&why);
+  if (!device) std::fprintf(stderr, "device_in_place: --device cuda: %s\n", why.c_str());
+  return device;
 #else
-    return std::fprintf(stderr, "device_in_place: --device cuda: this build has no CUDA (KOLO_WITH_CUDA)\n"), 1;
+  std::fprintf(stderr, "device_in_place: --device cuda: this build has no CUDA (KOLO_WITH_CUDA)\n");
+  return nullptr;
 #endif
-  }
+}
+
+// Starts kolo on the device, in place; empty, or what failed.
+std::string start_kolo(InPlaceDevice& device, const Options& o) {
   setenv("KOLO_LOG_LEVEL", "info", 0);  // recover_in_place's line says how many device communicators shrank
-  kolo::DeviceBackend& backend = *device->backend;
-  const int ordinal = device->ordinal;
-  kolo::Runtime::instance().use_device_backend(device->backend);
-  if (!kolo::init().ok()) return fail("init failed");
-  if (!kolo::in_place_recovery()) return fail("not in place (start under mpirun --with-ft ulfm --mca btl tcp,self)");
-  const int first_rank = kolo::rank();
-  if (first_rank == 0) {
-    std::printf("device_in_place on %s: %d ranks, %d steps, rank %d %s at step %d\n", device->what.c_str(),
-                kolo::size(), steps, kVictim, fault == "kill" ? "killed" : "frozen", die_at);
+  kolo::Runtime::instance().use_device_backend(device.backend);
+  if (!kolo::init().ok()) return "init failed";
+  if (!kolo::in_place_recovery()) return "not in place (start under mpirun --with-ft ulfm --mca btl tcp,self)";
+  if (kolo::rank() == 0) {
+    std::printf("device_in_place on %s: %d ranks, %d steps, rank %d %s at step %d\n", device.what.c_str(),
+                kolo::size(), o.steps, kVictim, o.fault == "kill" ? "killed" : "frozen", o.die_at);
   }
   std::printf("rank %d of %d starts with pid %d\n", kolo::rank(), kolo::size(), static_cast<int>(getpid()));
   std::fflush(stdout);
+  return "";
+}
 
-  // The inputs are produced on a stream of the program's own, which kolo's work waits for on the device.
-  if (!backend.bind(ordinal).ok()) return fail("bind failed");
+// This rank's tensors (one of each of kSizes, float64) in device memory, and the stream of the
+// program's own that produces their inputs, which kolo's work waits for on the device.
+struct Tensors {
+  kolo::DeviceBackend& backend;
+  int ordinal;
   kolo::DeviceStream stream = nullptr;
-  if (!backend.create_stream(ordinal, &stream).ok()) return fail("create_stream failed");
-  std::vector<void*> tensors;
+  std::vector<void*> data;
+};
+
+// Empty, or what failed.
+std::string allocate(Tensors* t) {
+  if (!t->backend.bind(t->ordinal).ok()) return "bind failed";
+  if (!t->backend.create_stream(t->ordinal, &t->stream).ok()) return "create_stream failed";
   for (int64_t n : kSizes) {
     void* data = nullptr;
-    if (!backend.allocate(ordinal, n * 8, &data).ok()) return fail("allocate failed");
-    tensors.push_back(data);
+    if (!t->backend.allocate(t->ordinal, n * 8, &data).ok()) return "allocate failed";
+    t->data.push_back(data);
   }
-  bool recovered = false;  // since the last exact step
-  for (int step = 0; step < steps;) {
-    // Every rank's value: its rank + 1 plus half the step, exact in float64 whatever the order of the sums.
-    const int rank = kolo::rank(), size = kolo::size();
-    for (size_t t = 0; t < tensors.size(); ++t) {
-      std::vector<double> host(static_cast<size_t>(kSizes[t]), rank + 1 + 0.5 * step + static_cast<double>(t));
-      if (!backend.copy(tensors[t], host.data(), kSizes[t] * 8, stream).ok() || !sync_stream(backend, ordinal, stream)) {
-        return fail("upload failed");
+  return "";
+}
+
+// Every rank's value: its rank + 1 plus half the step, exact in float64 whatever the order of the sums.
+bool upload_inputs(const Tensors& t, int rank, int step) {
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    std::vector<double> host(static_cast<size_t>(kSizes[i]), rank + 1 + 0.5 * step + static_cast<double>(i));
+    if (!t.backend.copy(t.data[i], host.data(), kSizes[i] * 8, t.stream).ok() ||
+        !sync_stream(t.backend, t.ordinal, t.stream)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The victim is lost on the stream its inputs come from, which kolo's stream waits on: the negotiation
+// is done, and the others' device collectives are under way, waiting for it.
+kolo::Status lose_victim(InPlaceDevice& device, kolo::DeviceStream stream, const Options& o, int rank, int size) {
+  const std::string name = o.fault;
+  const int signal_number = o.signal_number;
+  return device.on_stream(stream, [rank, size, name, signal_number] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::printf("rank %d of %d: fault %s at %.6f\n", rank, size, name.c_str(), wall_seconds());
+    std::fflush(stdout);
+    std::raise(signal_number);
+    std::_Exit(3);  // a frozen rank let go again: the job has gone on without it
+  });
+}
+
+// One step's allreduces (a sum of each tensor in place); OK, or the first that failed.
+kolo::Status allreduce_step(const Tensors& t) {
+  std::vector<kolo::Handle> handles;
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    kolo::TensorView view;
+    view.data = t.data[i];
+    view.dtype = kolo::DataType::kFloat64;
+    view.shape = {kSizes[i]};
+    view.device = kolo::Device::CUDA(t.ordinal);
+    view.stream = t.stream;
+    kolo::AllreduceOptions sum;
+    sum.op = kolo::ReduceOp::kSum;
+    handles.push_back(kolo::allreduce_async("t" + std::to_string(i), view, view, sum));
+  }
+  kolo::Status failed;
+  for (kolo::Handle h : handles) {
+    kolo::Status s = kolo::wait(h);
+    if (!s.ok() && failed.ok()) failed = s;
+  }
+  return failed;
+}
+
+// After a step failed for lost peers: shrinks to the survivors and checks that the failed step's GPU
+// work has ended (its unpack too), so that what is rolled back stays so. Empty, or what failed.
+std::string recover(const Tensors& t, const kolo::Status& failed, int rank, int size, int step) {
+  std::printf("rank %d of %d: step %d failed at %.6f: %s\n", rank, size, step, wall_seconds(),
+              failed.message().c_str());
+  std::fflush(stdout);
+  kolo::Status r = kolo::recover_in_place();
+  if (!r.ok()) return "recover_in_place failed: " + r.message();
+  std::printf("rank %d of %d: in place now rank %d of %d, step %d again (recovered at %.6f)\n", rank, size,
+              kolo::rank(), kolo::size(), step, wall_seconds());
+  std::fflush(stdout);
+  const std::string clobbered = rolled_back_values_stay(t.backend, t.ordinal, t.stream, t.data);
+  if (!clobbered.empty()) return "after recover_in_place: " + clobbered;
+  return "";
+}
+
+// Each element the sum over `size` ranks of upload_inputs' values; empty, or the first that is not.
+std::string check_step(const Tensors& t, int size, int step) {
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    std::vector<double> host(static_cast<size_t>(kSizes[i]));
+    if (!t.backend.copy(host.data(), t.data[i], kSizes[i] * 8, t.stream).ok() ||
+        !sync_stream(t.backend, t.ordinal, t.stream)) {
+      return "download failed";
+    }
+    const double expected = size * (size + 1) / 2.0 + size * (0.5 * step + static_cast<double>(i));
+    for (size_t k = 0; k < host.size(); ++k) {
+      if (host[k] != expected) {
+        return "step " + std::to_string(step) + " on " + std::to_string(size) + " ranks: tensor t" + std::to_string(i) +
+               "[" + std::to_string(k) + "] = " + std::to_string(host[k]) + ", expected " + std::to_string(expected);
       }
     }
-    if (step == die_at && first_rank == kVictim) {
-      // Lost on the stream its inputs come from, which kolo's stream waits on: the negotiation is done,
-      // and the others' device collectives are under way, waiting for it.
-      const std::string name = fault;
-      kolo::Status s = device->on_stream(stream, [rank, size, name, signal_number] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        std::printf("rank %d of %d: fault %s at %.6f\n", rank, size, name.c_str(), wall_seconds());
-        std::fflush(stdout);
-        std::raise(signal_number);
-        std::_Exit(3);  // a frozen rank let go again: the job has gone on without it
-      });
+  }
+  return "";
+}
+
+// The steps, each again after a recovery until it is exact; 0, or fail()'s status.
+int train(InPlaceDevice& device, const Tensors& t, const Options& o) {
+  const int first_rank = kolo::rank();
+  bool recovered = false;  // since the last exact step
+  for (int step = 0; step < o.steps;) {
+    const int rank = kolo::rank(), size = kolo::size();
+    if (!upload_inputs(t, rank, step)) return fail("upload failed");
+    if (step == o.die_at && first_rank == kVictim) {
+      kolo::Status s = lose_victim(device, t.stream, o, rank, size);
       if (!s.ok()) return fail(s.message());
     }
-    std::vector<kolo::Handle> handles;
-    for (size_t t = 0; t < tensors.size(); ++t) {
-      kolo::TensorView view;
-      view.data = tensors[t];
-      view.dtype = kolo::DataType::kFloat64;
-      view.shape = {kSizes[t]};
-      view.device = kolo::Device::CUDA(ordinal);
-      view.stream = stream;
-      kolo::AllreduceOptions sum;
-      sum.op = kolo::ReduceOp::kSum;
-      handles.push_back(kolo::allreduce_async("t" + std::to_string(t), view, view, sum));
-    }
-    kolo::Status failed;
-    for (kolo::Handle h : handles) {
-      kolo::Status s = kolo::wait(h);
-      if (!s.ok() && failed.ok()) failed = s;
-    }
+    const kolo::Status failed = allreduce_step(t);
     if (failed.code() == kolo::StatusCode::kPeersFailed) {
-      std::printf("rank %d of %d: step %d failed at %.6f: %s\n", rank, size, step, wall_seconds(),
-                  failed.message().c_str());
-      std::fflush(stdout);
-      kolo::Status r = kolo::recover_in_place();
-      if (!r.ok()) return fail("recover_in_place failed: " + r.message());
-      std::printf("rank %d of %d: in place now rank %d of %d, step %d again (recovered at %.6f)\n", rank, size,
-                  kolo::rank(), kolo::size(), step, wall_seconds());
-      std::fflush(stdout);
-      // The failed step's GPU work has ended by now (its unpack too): what is rolled back stays so.
-      const std::string clobbered = rolled_back_values_stay(backend, ordinal, stream, tensors);
-      if (!clobbered.empty()) return fail("after recover_in_place: " + clobbered);
+      const std::string error = recover(t, failed, rank, size, step);
+      if (!error.empty()) return fail(error);
       recovered = true;
       continue;
     }
     if (!failed.ok()) return fail("step " + std::to_string(step) + ": " + failed.message());
-    for (size_t t = 0; t < tensors.size(); ++t) {
-      std::vector<double> host(static_cast<size_t>(kSizes[t]));
-      if (!backend.copy(host.data(), tensors[t], kSizes[t] * 8, stream).ok() || !sync_stream(backend, ordinal, stream)) {
-        return fail("download failed");
-      }
-      const double expected = size * (size + 1) / 2.0 + size * (0.5 * step + static_cast<double>(t));
-      for (size_t i = 0; i < host.size(); ++i) {
-        if (host[i] != expected) {
-          return fail("step " + std::to_string(step) + " on " + std::to_string(size) + " ranks: tensor t" +
-                      std::to_string(t) + "[" + std::to_string(i) + "] = " + std::to_string(host[i]) + ", expected " +
-                      std::to_string(expected));
-        }
-      }
-    }
+    const std::string wrong = check_step(t, size, step);
+    if (!wrong.empty()) return fail(wrong);
     if (recovered) {
       std::printf("rank %d of %d: training again: step %d exact at %.6f\n", rank, size, step, wall_seconds());
       recovered = false;
@@ -272,11 +328,29 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     ++step;
   }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int s : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGPIPE}) std::signal(s, report_fatal_signal);
+  Options o;
+  if (!parse_options(argc, argv, &o)) return usage();
+  std::unique_ptr<InPlaceDevice> device = open_device(o.device_name);
+  if (!device) return 1;
+  const std::string not_started = start_kolo(*device, o);
+  if (!not_started.empty()) return fail(not_started);
+  Tensors t{*device->backend, device->ordinal, nullptr, {}};
+  const std::string not_allocated = allocate(&t);
+  if (!not_allocated.empty()) return fail(not_allocated);
+  const int status = train(*device, t, o);
+  if (status != 0) return status;
   if (device->counts) std::printf("rank %d of %d: %s\n", kolo::rank(), kolo::size(), device->counts().c_str());
   std::printf("rank %d of %d ends with pid %d\n", kolo::rank(), kolo::size(), static_cast<int>(getpid()));
   std::fflush(stdout);
-  for (void* t : tensors) backend.free(t);
+  for (void* data : t.data) t.backend.free(data);
   kolo::shutdown();
-  backend.destroy_stream(stream);
+  t.backend.destroy_stream(t.stream);
   return 0;
 }
