@@ -2,29 +2,14 @@
 
     kolorun -np 2 python3 -m pytest tests/python        (ctest runs it at 2 and 3 ranks)
 
-Only rank 0 reports progress; other ranks report failures only.
+Only rank 0 reports progress; other ranks report failures only (tests/suite_under_mpirun.py).
 """
-import pytest
+import sys
+from pathlib import Path
 
 import kolo.torch as kolo
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from suite_under_mpirun import install  # noqa: E402
 
-def pytest_configure(config):
-    kolo.init()
-    if kolo.rank() != 0:
-        config.option.verbose = -1
-        config.option.reportchars = "f"
-
-
-def pytest_unconfigure(config):
-    kolo.shutdown()
-
-
-@pytest.fixture
-def rank():
-    return kolo.rank()
-
-
-@pytest.fixture
-def size():
-    return kolo.size()
+install(globals(), kolo)
