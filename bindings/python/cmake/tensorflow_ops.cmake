@@ -26,7 +26,8 @@ if(KOLO_TENSORFLOW_STATE STREQUAL "built")
   list(GET _tf_OUTPUT 3 _tf_defines)
   separate_arguments(_tf_defines UNIX_COMMAND "${_tf_defines}")
   set(KOLO_TENSORFLOW_DETAIL "${KOLO_TF_VERSION}")
-  add_library(kolo_tf_ops MODULE src/tf_ops.cc src/tf_completion.cc)
+  add_library(kolo_tf_ops MODULE src/tf_op_base.cc src/tf_reduce_ops.cc src/tf_gather_ops.cc src/tf_broadcast_op.cc
+                          src/tf_sync_ops.cc src/tf_completion.cc)
   set_target_properties(kolo_tf_ops PROPERTIES OUTPUT_NAME kolo_tf_ops PREFIX "" LIBRARY_OUTPUT_DIRECTORY
                                                ${KOLO_PYTHON_DIR}/tensorflow INSTALL_RPATH "$ORIGIN/.."
                                                BUILD_RPATH "${KOLO_TF_LIB}")

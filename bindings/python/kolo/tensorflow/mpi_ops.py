@@ -1,4 +1,4 @@
-"""kolo's collectives as TensorFlow ops (kolo_tf_ops.so, src/tf_ops.cc), with Horovod's names and
+"""kolo's collectives as TensorFlow ops (kolo_tf_ops.so, src/tf_*_ops.cc), with Horovod's names and
 signatures, and their gradients (the formulas kolo.torch uses). They run eagerly and inside
 tf.function. Errors are TensorFlow's (tf.errors.*), their message kolo's ("kolo: tensor 'x' ...").
 

@@ -1,0 +1,57 @@
+"""torch tensors as kolo's C ABI takes them (descriptors), and kolo's outputs back as torch tensors."""
+import torch
+
+from kolo import _core
+from kolo._core import KoloValueError, _C
+
+_DTYPES = {
+    torch.uint8: _core.UINT8,
+    torch.int8: _core.INT8,
+    torch.int16: _core.INT16,
+    torch.int32: _core.INT32,
+    torch.int64: _core.INT64,
+    torch.float16: _core.FLOAT16,
+    torch.bfloat16: _core.BFLOAT16,
+    torch.float32: _core.FLOAT32,
+    torch.float64: _core.FLOAT64,
+    torch.bool: _core.BOOL,
+}
+if hasattr(torch, "uint16"):  # torch 2.3 and later
+    _DTYPES[torch.uint16] = _core.UINT16
+_DTYPES_TEXT = ", ".join(str(t).replace("torch.", "") for t in _DTYPES)
+
+
+def _describe(tensor, name, role="input"):
+    """The descriptor kolo's C ABI takes for `tensor`; strides go along so kolo can refuse
+    non-contiguous tensors, naming them."""
+    if not isinstance(tensor, torch.Tensor):
+        raise KoloValueError("tensor '%s': expected a torch.Tensor as %s, got %s"
+                             % (name or "(unnamed)", role, type(tensor).__name__), _core.INVALID_ARGUMENT)
+    code = _DTYPES.get(tensor.dtype)
+    if code is None:
+        raise KoloValueError(
+            "tensor '%s' on rank %d: %s has dtype %s; kolo supports %s"
+            % (name or "(unnamed)", _C.rank(), role, tensor.dtype, _DTYPES_TEXT),
+            _core.INVALID_ARGUMENT)
+    if tensor.is_cuda:
+        device_type, index = _core.CUDA, tensor.device.index
+        stream = torch.cuda.current_stream(tensor.device).cuda_stream
+    else:
+        device_type, index, stream = _core.CPU, 0, 0
+    return (tensor.data_ptr(), code, tuple(tensor.shape), tuple(tensor.stride()), device_type, index, stream)
+
+
+def _name(name):
+    return "" if name is None else str(name)
+
+
+def _wrap_output(output, dtype, device):
+    """A tensor over the memory kolo allocated for an output, without copying it (the tensor keeps
+    kolo's buffer alive): host memory through the buffer protocol, GPU memory through CUDA's array
+    interface."""
+    shape = tuple(output.shape)
+    if output.size_bytes == 0:
+        return torch.empty(shape, dtype=dtype, device=device)
+    if device.type == "cuda":
+        return torch.as_tensor(output, device=device).view(dtype).reshape(shape)
+    return torch.frombuffer(output, dtype=torch.uint8).view(dtype).reshape(shape)
