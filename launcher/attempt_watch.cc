@@ -29,40 +29,66 @@ constexpr double kSurvivorsGoneGraceSeconds = 3;
 
 }  // namespace
 
-bool ErrorWatch::pump() {
+bool OutputWatch::pump() {
+  pump(&out);
+  pump(&err);
+  return out.open || err.open;
+}
+
+void OutputWatch::pump(PassedStream* stream) {
   char buffer[4096];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof buffer);
+  while (stream->open) {
+    const ssize_t n = read(stream->from, buffer, sizeof buffer);
     if (n > 0) {
-      if (write(STDERR_FILENO, buffer, static_cast<size_t>(n)) < 0) {
-        // kolorun's own stderr is gone: keep reading, so that mpirun never blocks on a full pipe
+      if (write(stream->to, buffer, static_cast<size_t>(n)) < 0) {
+        // kolorun's own stream is gone: keep reading, so that mpirun never blocks on a full pipe
       }
       for (ssize_t i = 0; i < n; ++i) {
         if (buffer[i] != '\n') {
-          line += buffer[i];
+          stream->line += buffer[i];
           continue;
         }
-        std::string host;
-        const Blame blame = blamed_host(line, &host);
-        if (blame != Blame::kNone) blamed.insert(host);
-        if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
-        survivors.read(line);
-        if (const int n = in_place_job_size(line)) in_place_size = n;
-        if (recovery_given_up_at == 0 && recovery_given_up(line)) recovery_given_up_at = now();
-        if (started_ranks(line) > 0) started = true;
-        line.clear();
+        take(stream->line);
+        stream->line.clear();
       }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    stream->open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    return;
   }
 }
 
-int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int attempt, ErrorWatch* errors) {
+void OutputWatch::take(const std::string& line) {
+  std::string host;
+  const Blame blame = blamed_host(line, &host);
+  if (blame != Blame::kNone) blamed.insert(host);
+  if (blame == Blame::kLostPeer && peer_lost_at == 0) peer_lost_at = now();
+  survivors.read(line);
+  if (const int n = in_place_job_size(line)) in_place_size = n;
+  if (recovery_given_up_at == 0 && recovery_given_up(line)) recovery_given_up_at = now();
+  if (started_ranks(line) > 0) started = true;
+}
+
+void OutputWatch::wait_for_output(int ms) const {
+  pollfd p[2];
+  nfds_t n = 0;
+  for (const PassedStream* stream : {&out, &err}) {
+    if (stream->open) p[n++] = pollfd{stream->from, POLLIN, 0};
+  }
+  if (n == 0 || poll(p, n, ms) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+void OutputWatch::close_streams() {
+  for (PassedStream* stream : {&out, &err}) {
+    if (stream->from >= 0) close(stream->from);
+    stream->from = -1;
+  }
+}
+
+int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int attempt, OutputWatch* output) {
   const std::vector<Host> started_on = s->hosts;
   bool asked = false;
-  bool open = true;
   double ending_since = 0;  // when kolorun began ending an attempt that outlived a lost peer
   double survivors_gone_at = 0;  // in place: when the last survivor said it exits
   bool ending_for_survivors = false;
@@ -71,12 +97,12 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   double next = now() + o.discovery_interval_seconds;
   int status = 0;
   for (;;) {
-    if (open) open = errors->pump();
+    output->pump();
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
-      if (open) errors->pump();  // what mpirun wrote last
+      output->pump();  // what mpirun wrote last
       // Ended by kolorun after the survivors: theirs is the job's status, not mpirun's.
-      if (ending_for_survivors) return W_EXITCODE(errors->survivors.status(), 0);
+      if (ending_for_survivors) return W_EXITCODE(output->survivors.status(), 0);
       // A recovery given up is a failed attempt, whatever mpirun made of SIGTERM.
       return ending_for_recovery && status == 0 ? W_EXITCODE(1, 0) : status;
     }
@@ -86,16 +112,16 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     // link), forever. In place, once every survivor has exited, what mpirun still waits for is a lost
     // process that will not end (frozen, or on a host cut off): the job is over, with their status.
     const bool outlived_peer =
-        !o.in_place && errors->peer_lost_at > 0 && now() - errors->peer_lost_at > kLostPeerGraceSeconds;
-    if (o.in_place && survivors_gone_at == 0 && errors->survivors.all_exited()) survivors_gone_at = now();
+        !o.in_place && output->peer_lost_at > 0 && now() - output->peer_lost_at > kLostPeerGraceSeconds;
+    if (o.in_place && survivors_gone_at == 0 && output->survivors.all_exited()) survivors_gone_at = now();
     const bool survivors_gone = survivors_gone_at > 0 && now() - survivors_gone_at > kSurvivorsGoneGraceSeconds;
     // A rank frozen (or its host cut off) in MPI's start-up holds every rank there, out of reach of
     // kolo's peer watch and of ULFM's detector: the attempt ends and the next starts from the last commit.
-    const bool not_started = !errors->started && now() - started_at > o.ranks_start_timeout_seconds;
+    const bool not_started = !output->started && now() - started_at > o.ranks_start_timeout_seconds;
     // In place, a rank gave up a recovery that could not finish (a lost peer MPI never declared failed); the
     // others give up within moments: the attempt is over, and the next starts from the last commit.
-    const bool recovery_stuck = o.in_place && errors->recovery_given_up_at > 0 &&
-                                now() - errors->recovery_given_up_at > kLostPeerGraceSeconds;
+    const bool recovery_stuck = o.in_place && output->recovery_given_up_at > 0 &&
+                                now() - output->recovery_given_up_at > kLostPeerGraceSeconds;
     if (outlived_peer || survivors_gone || not_started || recovery_stuck) {
       if (ending_since == 0) {
         if (recovery_stuck && !survivors_gone) {
@@ -107,7 +133,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
                 << o.ranks_start_timeout_seconds << " s (one frozen, or its host unreachable, in MPI's start-up?): "
                 << "ending mpirun\n";
         } else if (survivors_gone) {
-          say() << "every rank left in place has exited (status " << errors->survivors.status()
+          say() << "every rank left in place has exited (status " << output->survivors.status()
                 << "); mpirun still waits for a lost one (frozen, or its host cut off): ending mpirun\n";
         } else {
           say() << "the job has not ended " << kLostPeerGraceSeconds
@@ -126,7 +152,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       const int slots = total_slots(s->hosts);
       // In place, the job may run on fewer ranks than it started with (lost ones cut out): a slot
       // that comes back is room to grow into.
-      const int running = errors->in_place_size > 0 ? errors->in_place_size : num_proc;
+      const int running = output->in_place_size > 0 ? output->in_place_size : num_proc;
       const bool room = slots > total_slots(started_on) || running < num_proc;
       const int next_num_proc = attempt_num_proc(o, slots, attempt + 1);
       if (room && next_num_proc > running) {
@@ -142,8 +168,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
         asked = true;
       }
     }
-    pollfd p{errors->fd, POLLIN, 0};
-    if (!open || poll(&p, 1, 20) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    output->wait_for_output(20);
   }
 }
 

@@ -87,16 +87,16 @@ int run_elastic(const LaunchOptions& o, const Machine& m) {
     }
     if (o.verbose) say() << "attempt " << attempt << ": " << command_text(cmd) << "\n";
     std::string error;
-    ErrorWatch errors;
-    const pid_t pid = start_mpirun(m.mpirun, cmd, &errors.fd, &error);
+    OutputWatch output;
+    const pid_t pid = start_mpirun(m.mpirun, cmd, &output.out.from, &output.err.from, &error);
     if (pid < 0) {
       say() << error << "\n";
       return 2;
     }
     set_mpirun_pid(pid);
     if (stop_signal()) kill(pid, stop_signal());  // came before mpirun's pid was known
-    const int status = watch(pid, o, &s, num_proc, attempt, &errors);
-    close(errors.fd);
+    const int status = watch(pid, o, &s, num_proc, attempt, &output);
+    output.close_streams();
     set_mpirun_pid(0);
     if (stop_signal() || status == 0) return exit_status(status);
     if (WIFEXITED(status) && WEXITSTATUS(status) == kPlannedRestartStatus) {
@@ -105,7 +105,7 @@ int run_elastic(const LaunchOptions& o, const Machine& m) {
       continue;
     }
     ++resets;
-    count_failures(o, errors.blamed, &s);
+    count_failures(o, output.blamed, &s);
     const std::string ended = "attempt " + std::to_string(attempt) + " ended with " + describe(status);
     if (o.reset_limit >= 0 && resets > o.reset_limit) {
       say() << ended << "\n";

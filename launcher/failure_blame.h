@@ -12,6 +12,8 @@ enum class Blame {
   kExited,    // Open MPI's "process rank N with PID P on node HOST exited on signal S"
   kLostPeer,  // kolo's peer watch "rank N (host HOST) sent no heartbeat": the survivors end, but
               // mpirun may still wait for an unreachable host
+  kUnreachable,  // Open MPI's daemon on HOST never reported back or was lost ("Remote host:   HOST",
+                 // "Remote daemon: [...] on node HOST"): printed on mpirun's standard output
 };
 
 // What the line blames, and the host it names (set unless kNone).

@@ -1,12 +1,14 @@
 #include "mpirun_process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 namespace kolo {
@@ -22,34 +24,50 @@ std::string exec_mpirun(const std::string& mpirun, const MpirunCommand& cmd) {
   return "cannot run " + mpirun + ": " + std::strerror(errno);
 }
 
+namespace {
+
+void close_all(std::initializer_list<int> fds) {
+  for (int fd : fds) close(fd);
+}
+
+}  // namespace
+
 // The child writes why it failed into a pipe that closes unwritten when the exec works.
-pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, int* err_fd, std::string* error) {
-  int fds[2], err[2];
+pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, int* out_fd, int* err_fd, std::string* error) {
+  int fds[2], out[2], err[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     *error = std::string("cannot start mpirun: ") + std::strerror(errno);
     return -1;
   }
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    *error = std::string("cannot start mpirun: ") + std::strerror(errno);
+    close_all({fds[0], fds[1]});
+    return -1;
+  }
   if (pipe2(err, O_CLOEXEC) != 0) {
     *error = std::string("cannot start mpirun: ") + std::strerror(errno);
-    close(fds[0]);
-    close(fds[1]);
+    close_all({fds[0], fds[1], out[0], out[1]});
     return -1;
   }
   const pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("cannot start mpirun: ") + std::strerror(errno);
-    for (int fd : {fds[0], fds[1], err[0], err[1]}) close(fd);
+    close_all({fds[0], fds[1], out[0], out[1], err[0], err[1]});
     return -1;
   }
   if (pid == 0) {
-    dup2(err[1], STDERR_FILENO);  // the copy is not close-on-exec
+    signal(SIGPIPE, SIG_DFL);  // kolorun ignores it (see below); mpirun and the ranks keep the default
+    dup2(out[1], STDOUT_FILENO);  // the copies are not close-on-exec
+    dup2(err[1], STDERR_FILENO);
     const std::string why = exec_mpirun(mpirun, cmd);
     if (write(fds[1], why.data(), why.size()) < 0) _exit(127);
     _exit(127);
   }
-  close(fds[1]);
-  close(err[1]);
-  fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+  // kolorun passes on what mpirun writes: when its own output is a closed pipe (`kolorun ... | head`),
+  // it must go on reading and watching, not die of SIGPIPE and leave mpirun behind.
+  signal(SIGPIPE, SIG_IGN);
+  close_all({fds[1], out[1], err[1]});
+  for (int fd : {out[0], err[0]}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   std::string why;
   char buffer[256];
   ssize_t n;
@@ -59,10 +77,11 @@ pid_t start_mpirun(const std::string& mpirun, const MpirunCommand& cmd, int* err
   close(fds[0]);
   if (!why.empty()) {
     waitpid(pid, nullptr, 0);
-    close(err[0]);
+    close_all({out[0], err[0]});
     *error = why;
     return -1;
   }
+  *out_fd = out[0];
   *err_fd = err[0];
   return pid;
 }

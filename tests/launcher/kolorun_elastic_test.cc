@@ -84,9 +84,16 @@ TEST(KolorunElastic, TheHostAFailureBlames) {
   EXPECT_EQ(blamed_host("kolo stopped on rank 0: rank 1 (host h2) sent no heartbeat for 3.0 s", &host), Blame::kLostPeer);
   EXPECT_EQ(blamed_host("mpirun noticed that process rank 2 with PID 1 on node h3 exited on signal 9", &host),
             Blame::kExited);
+  // Open MPI 5 (PRRTE) on standard output, a host cut off: at the next start, and while a job runs.
+  EXPECT_EQ(blamed_host("  Remote host:   kc127-4", &host), Blame::kUnreachable);
+  EXPECT_EQ(host, "kc127-4");
+  EXPECT_EQ(blamed_host("  Remote daemon: [prterun-kc1-1-2207@0,2] on node kc1-3", &host), Blame::kUnreachable);
+  EXPECT_EQ(host, "kc1-3");
   for (const char* line : {"mpirun detected that one or more processes exited with non-zero status", "",
                            "process rank 1 with PID 7 on node  exited on signal 9", "on node a b exited on signal 9",
-                           "rank 1 (host h2 sent no heartbeat"}) {
+                           "rank 1 (host h2 sent no heartbeat", "  Local host:    vm", "  Remote host:",
+                           "  Remote host:   a b", "  HNP daemon   : [prterun-kc1-1-2207@0,0] on node kc1-1",
+                           "the Remote host: h2 said", "  Remote daemon: [prterun-kc1-1-2207@0,2] on node "}) {
     EXPECT_EQ(blamed_host(line, &host), Blame::kNone) << line;
   }
 }

@@ -171,6 +171,43 @@ def test_elastic_leaves_out_a_host_blamed_for_repeated_failures(elastic):
     assert sorted(k for k in runs if k.startswith("2.")) == ["2.0"] and runs["2.0"][0] == "1"
 
 
+# Open MPI 5's mpirun, when a host's daemon cannot reach it (a cut link), says so on standard output.
+DAEMON_FAILED = """--------------------------------------------------------------------------
+A daemon failed to report back after being spawned. This could
+be due to several factors, including inability to find the
+daemon executable, or the executable was unable to find its
+required supporting libraries. In some cases, the daemon was
+able to execute, but was unable to complete a TCP connection
+back to prterun:
+
+  Local host:    vm
+  Remote host:   farhost
+  Daemon exit status: 213
+
+This may also be caused by a firewall on the remote host. Please
+check that any firewall (e.g., iptables) has been disabled and
+try again.
+--------------------------------------------------------------------------"""
+
+
+def test_elastic_leaves_out_a_host_whose_daemon_never_reports_back(elastic, tmp_path):
+    # An mpirun in place of Open MPI 5's: while its hosts include the unreachable one, each start fails
+    # as a cut host's does. kolorun reads mpirun's standard output too, passes it on, and leaves the host out.
+    _, _, hosts, discover = elastic
+    set_hosts(hosts, "localhost:1\nfarhost:1\n")
+    fake = tmp_path / "mpirun"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'mpirun (Open MPI) 4.1.4'; exit 0; }\n"
+                    "case \"$*\" in *farhost*) cat <<'EOF'\n%s\nEOF\nexit 213;; esac\necho trained\n" % DAEMON_FAILED)
+    fake.chmod(0o755)
+    env = dict(os.environ, KOLO_MPIRUN=str(fake))
+    job = kolorun("--host-discovery-script", discover, "--min-np", "1", "--reset-limit", "3", "true", env=env,
+                  timeout=30)
+    assert job.returncode == 0, job.stderr
+    assert job.stderr.count("ended with status 213; restarting from the last commit") == 2, job.stderr
+    assert "kolorun: host farhost failed 2 times (--blacklist-after 2); leaving it out of the job\n" in job.stderr
+    assert job.stdout == (DAEMON_FAILED + "\n") * 2 + "trained\n"
+
+
 def test_elastic_dry_run_prints_the_first_attempt(elastic):
     program, out, hosts, discover = elastic
     set_hosts(hosts, "localhost:4\n")
