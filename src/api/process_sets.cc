@@ -88,31 +88,33 @@ std::string set_timeline_path(const std::string& path, int id) {
 
 Status Runtime::target(int id, const std::function<std::string()>& what, Target* t) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!lost_.ok()) return Status(lost_.code(), what() + ": " + lost_.message());
-  if (!engine_) {
+  if (faults_.is_lost()) {
+    const Status lost = faults_.lost();
+    return Status(lost.code(), what() + ": " + lost.message());
+  }
+  if (!job()) {
     return Status::NotInitialized(what() + ": " +
                                   (shut_down_ ? "kolo has been shut down on this rank"
                                               : "kolo is not initialized: call init() first"));
   }
-  if (id == 0) {
-    t->engine = engine_;
-    t->device = device_;
-    t->ranks.clear();
-    return Status::OK();
-  }
-  const int rank = engine_->topology().rank;
   auto it = sets_.find(id);
   if (it == sets_.end()) {
-    return Status::InvalidArgument(what() + " on rank " + std::to_string(rank) + ": there is no process set " +
+    return Status::InvalidArgument(what() + " on rank " + std::to_string(job_rank_) + ": there is no process set " +
                                    std::to_string(id) + " (add_process_set makes one; removed sets are gone)");
   }
   if (!it->second.instance) {
-    return Status::InvalidArgument(what() + " on rank " + std::to_string(rank) + ": this rank is not in process set " +
-                                   std::to_string(id) + " (ranks " + list(it->second.ranks) + ")");
+    return Status::InvalidArgument(what() + " on rank " + std::to_string(job_rank_) +
+                                   ": this rank is not in process set " + std::to_string(id) + " (ranks " +
+                                   list(it->second.ranks) + ")");
   }
   t->engine = it->second.instance->engine;
   t->device = it->second.instance->device;
-  t->ranks = it->second.ranks;
+  // The job's ranks are its own: nothing to translate.
+  if (id == 0) {
+    t->ranks.clear();
+  } else {
+    t->ranks = it->second.ranks;
+  }
   return Status::OK();
 }
 
@@ -121,9 +123,9 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   int rank = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!engine_) return Status::NotInitialized("add_process_set: kolo is not initialized: call init() first");
-    if (!lost_.ok()) return Status(lost_.code(), "add_process_set: " + lost_.message());
-    rank = engine_->topology().rank;
+    if (!job()) return Status::NotInitialized("add_process_set: kolo is not initialized: call init() first");
+    if (const Status lost = faults_.lost(); !lost.ok()) return Status(lost.code(), "add_process_set: " + lost.message());
+    rank = job_rank_;
   }
   const std::string where = "add_process_set on rank " + std::to_string(rank) + ": ";
   if (mpi_.thread_level != MPI_THREAD_MULTIPLE) {
@@ -146,7 +148,7 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& kv : sets_) {
-      if (why.empty() && kv.second.ranks == ranks) {
+      if (why.empty() && kv.first != 0 && kv.second.ranks == ranks) {
         why = "ranks " + list(ranks) + " already form process set " + std::to_string(kv.first);
       }
     }
@@ -163,7 +165,27 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   }
   const int new_id = next_set_id_;
   std::shared_ptr<Instance> instance;
-  if (member) s = start_set_instance(new_id, ranks, comm, &instance);
+  if (member) {
+    InstanceStart start;
+    start.id = new_id;
+    start.ranks = ranks;
+    start.comm = comm;
+    start.config = base_config_;
+    // KOLO_AUTOTUNE tunes the job's engine; a set's engine keeps the settings it starts with.
+    start.config.autotune.enabled = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      start.timeline_path = timeline_path_;
+      start.timeline_cycles = timeline_cycles_;
+    }
+    s = start_instance(std::move(start), &instance);
+    MPI_Comm_free(&comm);  // the instance's context made its own from it
+    if (s.ok()) {
+      faults_.add_engine(instance->engine);
+      const Topology& topo = instance->mpi->topology();
+      KOLO_LOG(kInfo, "process set " << new_id << " " << list(ranks) << ": rank " << topo.rank << " of " << topo.size);
+    }
+  }
   if (!all_ok(sets_comm_, s.ok())) {
     stop_instance(instance);
     return Status::Internal(where + "process set " + list(ranks) + " could not start on every member" +
@@ -181,58 +203,6 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   return Status::OK();
 }
 
-Status Runtime::start_set_instance(int id, const std::vector<int>& ranks, MPI_Comm comm,
-                                   std::shared_ptr<Instance>* out) {
-  auto instance = std::make_shared<Instance>();
-  Status s = MpiContext::create(comm, &instance->mpi);
-  MPI_Comm_free(&comm);  // the context made its own from it
-  if (!s.ok()) return s;
-  instance->mpi->mark_process_set(id, ranks);
-  Topology topo = instance->mpi->topology();
-  Config config = base_config_;
-  // KOLO_AUTOTUNE tunes the global set's engine; a set's engine keeps the settings it starts with.
-  config.autotune.enabled = false;
-  std::unique_ptr<Timeline> timeline;
-  std::string path;
-  bool cycles = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    path = timeline_path_;
-    cycles = timeline_cycles_;
-  }
-  if (!path.empty()) {
-    s = Timeline::open(set_timeline_path(path, id), topo.rank, &timeline, -1.0, topo.job_ranks[topo.rank]);
-    if (!s.ok()) return s;
-  }
-  std::unique_ptr<CollectiveRegistry> registry = collectives_for(&config, *instance->mpi, &instance->device);
-  config.timeline_mark_cycles = config.timeline_mark_cycles || cycles;
-  instance->engine = std::make_shared<Engine>(config, topo,
-                                              std::make_unique<MpiControlChannel>(instance->mpi->control()),
-                                              std::move(registry), std::move(timeline), &handles_);
-  instance->engine->start();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    engines_.push_back(instance->engine);
-  }
-  KOLO_LOG(kInfo, "process set " << id << " " << list(ranks) << ": rank " << topo.rank << " of " << topo.size);
-  *out = std::move(instance);
-  return Status::OK();
-}
-
-void Runtime::stop_instance(const std::shared_ptr<Instance>& instance) {
-  if (instance == nullptr) return;
-  if (instance->engine) instance->engine->stop();
-  if (!lost_status().ok()) {
-    keep_after_loss(instance);  // its engine's thread may be stuck on the lost peer
-    return;
-  }
-  forget_engine(instance->engine);
-  // In this order: the engine's collectives use the device's and MPI's communicators.
-  instance->engine.reset();
-  instance->device.reset();
-  instance->mpi.reset();
-}
-
 Status Runtime::remove_process_set(int id) {
   std::lock_guard<std::mutex> one_at_a_time(sets_op_mu_);
   int rank = -1;
@@ -240,11 +210,13 @@ Status Runtime::remove_process_set(int id) {
   bool known = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!engine_) return Status::NotInitialized("remove_process_set: kolo is not initialized: call init() first");
-    if (!lost_.ok()) return Status(lost_.code(), "remove_process_set: " + lost_.message());
-    rank = engine_->topology().rank;
+    if (!job()) return Status::NotInitialized("remove_process_set: kolo is not initialized: call init() first");
+    if (const Status lost = faults_.lost(); !lost.ok()) {
+      return Status(lost.code(), "remove_process_set: " + lost.message());
+    }
+    rank = job_rank_;
     auto it = sets_.find(id);
-    if (it != sets_.end()) {
+    if (it != sets_.end() && id != 0) {
       set = it->second;
       known = true;
     }
@@ -281,14 +253,7 @@ Status Runtime::remove_process_set(int id) {
 
 Status Runtime::process_set(int id, std::vector<int>* ranks, int* rank) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!engine_) return Status::NotInitialized("process set " + std::to_string(id) + ": kolo is not initialized");
-  if (id == 0) {
-    const int size = engine_->topology().size;
-    ranks->clear();
-    for (int r = 0; r < size; ++r) ranks->push_back(r);
-    *rank = engine_->topology().rank;
-    return Status::OK();
-  }
+  if (!job()) return Status::NotInitialized("process set " + std::to_string(id) + ": kolo is not initialized");
   auto it = sets_.find(id);
   if (it == sets_.end()) return Status::InvalidArgument("there is no process set " + std::to_string(id));
   *ranks = it->second.ranks;
@@ -299,8 +264,7 @@ Status Runtime::process_set(int id, std::vector<int>* ranks, int* rank) {
 std::vector<int> Runtime::process_set_ids() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int> ids;
-  if (engine_) ids.push_back(0);
-  for (const auto& kv : sets_) ids.push_back(kv.first);
+  for (const auto& kv : sets_) ids.push_back(kv.first);  // 0, the job, first while initialized
   return ids;
 }
 
@@ -308,8 +272,7 @@ Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
   std::vector<std::pair<int, std::shared_ptr<Engine>>> engines;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!engine_) return Status::NotInitialized("start_timeline: kolo is not initialized: call init() first");
-    engines.emplace_back(0, engine_);
+    if (!job()) return Status::NotInitialized("start_timeline: kolo is not initialized: call init() first");
     for (const auto& kv : sets_) {
       if (kv.second.instance) engines.emplace_back(kv.first, kv.second.instance->engine);
     }
@@ -329,8 +292,7 @@ Status Runtime::stop_timeline() {
   std::vector<std::shared_ptr<Engine>> engines;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!engine_) return Status::NotInitialized("stop_timeline: kolo is not initialized: call init() first");
-    engines.push_back(engine_);
+    if (!job()) return Status::NotInitialized("stop_timeline: kolo is not initialized: call init() first");
     for (const auto& kv : sets_) {
       if (kv.second.instance) engines.push_back(kv.second.instance->engine);
     }

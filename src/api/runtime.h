@@ -1,5 +1,7 @@
-// The process's one kolo instance: MPI's lifetime, the engine while initialized, and the handle
-// table. Everything global about kolo is here, behind one mutex; the engine itself has no globals.
+// The process's one kolo runtime: MPI's lifetime, a map of instances (the job is process set 0, each
+// added set one more, all started one way), the handle table, and the fault domain that a lost peer
+// goes through. Every piece of state kolo keeps for a process is here or in what it owns; the few
+// process-wide variables elsewhere are listed, with why each stays, in docs/architecture.md.
 #pragma once
 
 #include <functional>
@@ -9,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "api/fault_domain.h"
 #include "comm/device/device_context.h"
 #include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_context.h"
-#include "comm/mpi/mpi_peer_watch.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -21,7 +23,8 @@
 namespace kolo {
 
 // One engine with what it runs on: its MPI communicators, its GPU context (where one is usable) and
-// the collectives over them. The job has one; each process set has its own, over the set's ranks.
+// the collectives over them. The job has one (process set 0); each process set has its own, over the
+// set's ranks. Started by Runtime::start_instance only.
 struct Instance {
   std::unique_ptr<MpiContext> mpi;
   std::shared_ptr<DeviceContext> device;
@@ -90,50 +93,44 @@ class Runtime {
  private:
   Runtime() = default;
   static void at_exit();
-  // Device collectives on the registry when a GPU is usable; else why not, for the errors.
   // The collectives of an instance over `mpi`, and its GPU context where a GPU is usable (else the
   // registry says why not); resolves the config's layout defaults for the instance's topology.
   std::unique_ptr<CollectiveRegistry> collectives_for(Config* config, const MpiContext& mpi,
                                                       std::shared_ptr<DeviceContext>* device);
   void add_device_collectives(const Config& config, bool hierarchical_allreduce, const MpiContext& mpi,
                               CollectiveRegistry* registry, std::shared_ptr<DeviceContext>* device);
-  // A process set's instance over `comm` (its members' communicator, which it takes).
-  Status start_set_instance(int id, const std::vector<int>& ranks, MPI_Comm comm, std::shared_ptr<Instance>* out);
+  // The one way to start an instance: process set `id` (0: the job) of `ranks` (job ranks; every rank
+  // for the job) over `comm`, from which its MPI context makes its own communicators; `carried`: GPU
+  // communicators shrunk by a recovery in place, for the job's. Takes no lock: the caller registers it.
+  struct InstanceStart {
+    int id = 0;
+    std::vector<int> ranks;
+    MPI_Comm comm = MPI_COMM_NULL;
+    Config config;
+    std::string timeline_path;  // the job's; a set's goes beside it
+    bool timeline_cycles = false;
+    SurvivingComms* carried = nullptr;
+  };
+  Status start_instance(InstanceStart start, std::shared_ptr<Instance>* out);
   void stop_instance(const std::shared_ptr<Instance>& instance);
 
-  // A peer stopped answering (the watch's thread): every engine is abandoned (its thread may be stuck
-  // in MPI for good), every op in flight fails naming the peer, and so does every op after.
-  void peer_lost(const std::string& why);
-  // After a lost peer (no ULFM): ends the job if a caller stays stuck in a cycle it drives.
-  void end_if_a_caller_is_stuck(const std::string& why);
-  // OK, or why kolo stopped on a lost peer.
-  Status lost_status();
-  // ULFM's report (on the thread that saw it, kolo's communicators already revoked): every op in
-  // flight and every later one fails with kPeersFailed until recover_in_place().
-  void peers_failed(const std::string& what);
-  // Sets the failure (`why`, called under mu_, returns it), abandons every engine and fails every op in
-  // flight with it (how many: *failed_ops).
-  Status fail_everything(size_t* failed_ops, const std::function<Status()>& why);
-  bool failed_in_place();
   Status open_world();
-  // Keeps what a stuck engine thread may still use until the process ends.
-  void keep_after_loss(std::shared_ptr<void> thing);
-  void forget_engine(const std::shared_ptr<Engine>& engine);
+  // The job's instance (set 0), or null when not initialized. Called with mu_ held.
+  Instance* job();
 
   std::mutex mu_;
   MpiRuntime mpi_;
-  std::unique_ptr<MpiContext> context_;
   std::shared_ptr<DeviceBackend> backend_;
   bool backend_chosen_ = false;
-  std::shared_ptr<DeviceContext> device_;
-  std::shared_ptr<Engine> engine_;
   HandleTable handles_;
+  FaultDomain faults_{&handles_};  // a lost peer: in place or not, the failure, what a loss abandons and keeps
   Config base_config_;  // as configured, before layout defaults (each set resolves its own)
   int world_size_ = 0;
   int job_rank_ = -1;
   // Process sets: registration travels on a communicator of its own, one add or remove at a time.
   MPI_Comm sets_comm_ = MPI_COMM_NULL;
   std::mutex sets_op_mu_;
+  // The instances: the job is set 0, present while kolo is initialized; each set added after it.
   std::map<int, ProcessSet> sets_;
   int next_set_id_ = 1;
   std::string timeline_path_;  // the job's timeline being written, for sets added meanwhile
@@ -141,18 +138,10 @@ class Runtime {
   bool exit_hook_ = false;
   // Rank 0 of an elastic job (KOLO_ELASTIC, set by kolorun) has said every rank started: once per process.
   bool said_started_ = false;
-  std::unique_ptr<MpiPeerWatch> watch_;
-  Status lost_;                                   // not OK once a peer is lost
   // The job's communicator: MPI_COMM_WORLD, or with ULFM on a duplicate of it that recovery
   // replaces with its survivors.
   MPI_Comm world_ = MPI_COMM_NULL;
-  // Why a lost peer is not survived in place; empty: it is (ULFM on, transports that survive).
-  std::string not_in_place_ = "kolo has not started";
-  Status peers_failed_;  // not OK from a peer's failure (in place) until recovery
   Settings overrides_;   // init()'s, for recovery
-  std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
-  std::vector<std::shared_ptr<void>> kept_;       // after a loss, to the process's end
-  std::vector<std::shared_ptr<DeviceContext>> failed_devices_;  // in place: to shrink once their engines end
   SurvivingComms carried_;  // shrunk by recover_in_place, for the job's next GPU context
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"
 };
