@@ -2,8 +2,8 @@
  * and other languages. Stable: functions and enum values are only ever added.
  *
  * Functions returning int32_t return a kolo_status_code; after a non-zero return,
- * kolo_last_error() gives the message on the calling thread. Async functions return a handle,
- * which is always valid: a call rejected at once gives a handle that has already failed. */
+ * kolo_last_error() gives the message on the calling thread. An op's entry point returns its status
+ * and writes its handle (see Operations below). */
 #ifndef KOLO_C_API_H_
 #define KOLO_C_API_H_
 
@@ -16,7 +16,8 @@
 extern "C" {
 #endif
 
-#define KOLO_C_API_VERSION 1
+/* 2: one entry point per op, taking a kolo_op_options (1: an entry point per op and variant). */
+#define KOLO_C_API_VERSION 2
 
 typedef enum {
   KOLO_OK = 0,
@@ -27,7 +28,8 @@ typedef enum {
   KOLO_INTERNAL = 5,
   KOLO_UNSUPPORTED = 6,
   KOLO_TIMEOUT = 7,
-  KOLO_PEERS_FAILED = 8
+  KOLO_PEERS_FAILED = 8,
+  KOLO_UNKNOWN_HANDLE = 9 /* kolo_wait on a handle never issued or already waited on */
 } kolo_status_code;
 
 typedef enum {
@@ -66,7 +68,7 @@ typedef struct {
 } kolo_tensor;
 
 /* Called on kolo's thread when an enqueued op ends, before kolo_wait returns for it (not for a call
- * rejected at once). user_data tells the caller which op it was. */
+ * refused at once). user_data tells the caller which op it was. */
 typedef void (*kolo_done_fn)(void* user_data, int32_t status_code, const char* message);
 /* For allgather and alltoall: memory for an output of this shape (the input's dtype and device).
  * Return NULL to fail the op (NULL is fine for an empty output). Pass no allocator to let kolo
@@ -77,6 +79,8 @@ typedef void* (*kolo_allocate_fn)(void* user_data, int32_t ndim, const int64_t* 
 typedef struct kolo_output kolo_output;
 
 KOLO_EXPORT const char* kolo_last_error(void);
+/* The KOLO_C_API_VERSION libkolo was built with: a program may check it against its header's. */
+KOLO_EXPORT int32_t kolo_abi_version(void);
 
 KOLO_EXPORT int32_t kolo_init(void);
 /* KOLO_* settings taking precedence over the environment: count pairs of keys and values. */
@@ -102,56 +106,59 @@ KOLO_EXPORT int32_t kolo_nccl_built(void);
 KOLO_EXPORT int32_t kolo_start_timeline(const char* path, int32_t mark_cycles);
 KOLO_EXPORT int32_t kolo_stop_timeline(void);
 
-KOLO_EXPORT kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                             int32_t op, double prescale_factor, double postscale_factor,
-                                             kolo_done_fn done, void* done_data);
-/* As kolo_allreduce_async, with a kolo_compression. */
-KOLO_EXPORT kolo_handle kolo_allreduce_async_compressed(const char* name, const kolo_tensor* input,
-                                                        const kolo_tensor* output, int32_t op, double prescale_factor,
-                                                        double postscale_factor, int32_t compression, kolo_done_fn done,
-                                                        void* done_data);
-KOLO_EXPORT kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
-                                             void* allocate_data, kolo_done_fn done, void* done_data);
-KOLO_EXPORT kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                             int32_t root_rank, kolo_done_fn done, void* done_data);
-/* splits may be NULL (num_splits 0) for an even split. */
-KOLO_EXPORT kolo_handle kolo_alltoall_async(const char* name, const kolo_tensor* input, const int64_t* splits,
-                                            int32_t num_splits, kolo_allocate_fn allocate, void* allocate_data,
-                                            kolo_done_fn done, void* done_data);
-KOLO_EXPORT kolo_handle kolo_reducescatter_async(const char* name, const kolo_tensor* input,
-                                                 const kolo_tensor* output, int32_t op, double prescale_factor,
-                                                 double postscale_factor, kolo_done_fn done, void* done_data);
-KOLO_EXPORT kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data);
-/* See kolo::join_async; the output's kolo_output_last_joined_rank tells the last rank to join. */
-KOLO_EXPORT kolo_handle kolo_join_async(kolo_done_fn done, void* done_data);
+/* ---- Operations ----------------------------------------------------------------------------------
+ * One entry point per op, each taking a kolo_op_options (NULL: the defaults). Each returns a status:
+ * KOLO_OK once the op is enqueued (*handle receives its handle: wait for it with kolo_wait), or, with
+ * blocking set, once the op is done (its status is returned; no handle). A call refused at once (a bad
+ * argument, kolo not initialized, an unknown process set, a name already in flight) returns its status
+ * with nothing enqueued and no handle (*handle is 0); kolo_last_error() says why, naming the tensor
+ * and the rank. handle may be NULL only when blocking. kolo copies what the options point to (name,
+ * splits) before it returns. */
+
+/* An op's options. Set struct_size to sizeof(kolo_op_options), as kolo_op_options_init does: the struct
+ * grows at its end, and kolo takes the fields a smaller (older) struct lacks at their defaults. A
+ * struct_size that is not a size kolo knows is refused. Fields an op does not use are ignored. */
+typedef struct kolo_op_options {
+  uint32_t struct_size;
+  int32_t process_set;     /* 0 (default): every rank; else an id from kolo_add_process_set */
+  const char* name;        /* the op's name, the same on every rank; NULL or "" (default): numbered */
+  int32_t blocking;        /* 1: returns once the op is done (see kolo::allreduce; KOLO_CALLER_DRIVES) */
+  int32_t reduce_op;       /* allreduce, reducescatter: a kolo_reduce_op (default KOLO_AVERAGE) */
+  double prescale_factor;  /* allreduce, reducescatter: applied to the input (default 1.0) */
+  double postscale_factor; /* allreduce, reducescatter: applied to the result (default 1.0) */
+  int32_t compression;     /* allreduce: a kolo_compression (default KOLO_COMPRESSION_NONE) */
+  int32_t root_rank;       /* broadcast: a job rank, in the process set (default 0) */
+  const int64_t* splits;   /* alltoall: rows for each rank of the set; NULL (default): an even split */
+  int32_t num_splits;
+  kolo_allocate_fn allocate; /* allgather, alltoall: NULL (default): kolo allocates (kolo_output) */
+  void* allocate_data;
+  kolo_done_fn done;       /* NULL (default): none */
+  void* done_data;
+  kolo_output** output;    /* blocking: receives the op's kolo_output, as kolo_wait's (may be NULL) */
+} kolo_op_options;
+
+/* The defaults, struct_size included. */
+KOLO_EXPORT void kolo_op_options_init(kolo_op_options* options);
+
+/* output may be the input (in place). */
+KOLO_EXPORT int32_t kolo_allreduce(const kolo_tensor* input, const kolo_tensor* output,
+                                   const kolo_op_options* options, kolo_handle* handle);
+KOLO_EXPORT int32_t kolo_allgather(const kolo_tensor* input, const kolo_op_options* options, kolo_handle* handle);
+/* A process set's broadcast: the root stays a job rank and must be in the set. */
+KOLO_EXPORT int32_t kolo_broadcast(const kolo_tensor* input, const kolo_tensor* output,
+                                   const kolo_op_options* options, kolo_handle* handle);
+/* splits count the set's ranks. */
+KOLO_EXPORT int32_t kolo_alltoall(const kolo_tensor* input, const kolo_op_options* options, kolo_handle* handle);
+KOLO_EXPORT int32_t kolo_reducescatter(const kolo_tensor* input, const kolo_tensor* output,
+                                       const kolo_op_options* options, kolo_handle* handle);
+KOLO_EXPORT int32_t kolo_barrier(const kolo_op_options* options, kolo_handle* handle);
+/* See kolo::join_async (every rank: process_set must be 0); the output's kolo_output_last_joined_rank
+ * tells the last rank to join. */
+KOLO_EXPORT int32_t kolo_join(const kolo_op_options* options, kolo_handle* handle);
 KOLO_EXPORT int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size);
 
 /* ---- Process sets (see kolo::add_process_set) ----------------------------------------------------
- * The ops above run among every rank (process set 0). Their _in_set variants run among the ranks of
- * one set; a broadcast's root stays a job rank and must be in the set; alltoall's splits count the
- * set's ranks. */
-KOLO_EXPORT kolo_handle kolo_allreduce_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                                    const kolo_tensor* output, int32_t op, double prescale_factor,
-                                                    double postscale_factor, int32_t compression, kolo_done_fn done,
-                                                    void* done_data);
-/* Blocking: returns once the allreduce is done (see kolo::allreduce; KOLO_CALLER_DRIVES). */
-KOLO_EXPORT int32_t kolo_allreduce_in_set(int32_t process_set, const char* name, const kolo_tensor* input,
-                                          const kolo_tensor* output, int32_t op, double prescale_factor,
-                                          double postscale_factor, int32_t compression);
-KOLO_EXPORT kolo_handle kolo_allgather_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                                    kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done,
-                                                    void* done_data);
-KOLO_EXPORT kolo_handle kolo_broadcast_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                                    const kolo_tensor* output, int32_t root_rank, kolo_done_fn done,
-                                                    void* done_data);
-KOLO_EXPORT kolo_handle kolo_alltoall_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                                   const int64_t* splits, int32_t num_splits, kolo_allocate_fn allocate,
-                                                   void* allocate_data, kolo_done_fn done, void* done_data);
-KOLO_EXPORT kolo_handle kolo_reducescatter_in_set_async(int32_t process_set, const char* name,
-                                                        const kolo_tensor* input, const kolo_tensor* output,
-                                                        int32_t op, double prescale_factor, double postscale_factor,
-                                                        kolo_done_fn done, void* done_data);
-KOLO_EXPORT kolo_handle kolo_barrier_in_set_async(int32_t process_set, kolo_done_fn done, void* done_data);
+ * Ops run among every rank (process set 0), or among the ranks of the set their options name. */
 /* Collective over every rank, each passing the same ranks: *id receives the new set's id. */
 KOLO_EXPORT int32_t kolo_add_process_set(const int32_t* ranks, int32_t count, int32_t* id);
 /* Collective over every rank; refused while the set has ops in flight. */
@@ -165,10 +172,10 @@ KOLO_EXPORT int32_t kolo_process_set_ranks(int32_t id, int32_t* ranks, int32_t c
 /* Copies up to `capacity` ids of the sets known here (0 first) into `ids`; returns how many there are. */
 KOLO_EXPORT int32_t kolo_process_set_ids(int32_t* ids, int32_t capacity);
 
-/* 1: done, 0: in flight, negative: unknown handle. Does not release the handle. */
+/* 1: done, 0: in flight, -1: unknown handle (kolo_last_error says which). Does not release the handle. */
 KOLO_EXPORT int32_t kolo_poll(kolo_handle handle);
 /* Waits (timeout_seconds < 0: without limit) and releases the handle, returning its status. On
- * KOLO_TIMEOUT the handle stays valid. output may be NULL; else *output receives a kolo_output
+ * KOLO_TIMEOUT the handle stays valid; a handle never issued or already waited on: KOLO_UNKNOWN_HANDLE. output may be NULL; else *output receives a kolo_output
  * (free it with kolo_output_free) or NULL when the op produced nothing beyond its status. */
 KOLO_EXPORT int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output);
 /* GPU ops: waits only until kolo has launched the op on the GPU, then makes `stream` (a

@@ -19,6 +19,7 @@ enum class StatusCode : int {
   kUnsupported = 6,       // valid, but not available in this build or machine
   kTimeout = 7,           // a bounded wait ran out; the operation may still finish
   kPeersFailed = 8,       // a peer was lost and this MPI (ULFM) lets the survivors go on: roll back, recover
+  kUnknownHandle = 9,     // wait/poll on a handle never issued, or already waited on
 };
 
 class KOLO_EXPORT Status {
@@ -35,6 +36,7 @@ class KOLO_EXPORT Status {
   static Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
   static Status Timeout(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
   static Status PeersFailed(std::string m) { return {StatusCode::kPeersFailed, std::move(m)}; }
+  static Status UnknownHandle(std::string m) { return {StatusCode::kUnknownHandle, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

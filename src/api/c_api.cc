@@ -4,69 +4,49 @@
 #include <cstdio>
 #include <string>
 
+#include "api/c_api_internal.h"
 #include "kolo/kolo.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
 
-struct kolo_output {
-  kolo::Output output;
-};
-
 namespace {
 
 thread_local std::string t_last_error;
+
+}  // namespace
+
+namespace kolo_c {
 
 int32_t report(const kolo::Status& s) {
   if (!s.ok()) t_last_error = s.message();
   return static_cast<int32_t>(s.code());
 }
 
-// A C tensor as a view. Bad fields (negative ndim, NULL shape) become an invalid view that the
-// C++ validation rejects with the tensor's name.
-kolo::TensorView to_view(const kolo_tensor* t) {
-  kolo::TensorView v;
-  if (t == nullptr) {
-    v.dtype = static_cast<kolo::DataType>(-1);
-    return v;
+int32_t hand_over(const kolo::Status& s, kolo::Output out, kolo_output** output) {
+  if (output != nullptr) {
+    const bool produced = out.storage != nullptr || out.view.data != nullptr || !out.received_splits.empty() ||
+                          !out.view.shape.empty() || out.last_joined_rank >= 0;
+    *output = produced ? new kolo_output{std::move(out)} : nullptr;
   }
-  v.data = t->data;
-  v.dtype = static_cast<kolo::DataType>(t->dtype);
-  if (t->ndim > 0 && t->shape != nullptr) {
-    v.shape.assign(t->shape, t->shape + t->ndim);
-    if (t->strides != nullptr) v.strides.assign(t->strides, t->strides + t->ndim);
-  } else if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
-    v.shape = {-1};
-  }
-  v.device.type = static_cast<kolo::DeviceType>(t->device_type);
-  v.device.index = t->device_index;
-  v.stream = t->stream;
-  return v;
+  return report(s);
 }
+
+}  // namespace kolo_c
+
+using kolo_c::hand_over;
+using kolo_c::report;
+
+namespace {
 
 std::string safe_name(const char* name) { return name == nullptr ? std::string() : std::string(name); }
-
-kolo::DoneCallback to_callback(kolo_done_fn done, void* data) {
-  if (done == nullptr) return {};
-  return [done, data](const kolo::Status& s) { done(data, static_cast<int32_t>(s.code()), s.message().c_str()); };
-}
-
-kolo::OutputAllocator to_allocator(kolo_allocate_fn allocate, void* data) {
-  if (allocate == nullptr) return {};
-  return [allocate, data](const std::vector<int64_t>& shape, kolo::TensorView* out) {
-    out->data = allocate(data, static_cast<int32_t>(shape.size()), shape.data());
-    if (out->data == nullptr && out->size_bytes() > 0) {
-      return kolo::Status::Internal("the allocator returned NULL");
-    }
-    return kolo::Status::OK();
-  };
-}
 
 }  // namespace
 
 extern "C" {
 
 const char* kolo_last_error(void) { return t_last_error.c_str(); }
+int32_t kolo_abi_version(void) { return KOLO_C_API_VERSION; }
 
 int32_t kolo_init(void) { return report(kolo::init()); }
 
@@ -108,121 +88,6 @@ int32_t kolo_start_timeline(const char* path, int32_t mark_cycles) {
 }
 
 int32_t kolo_stop_timeline(void) { return report(kolo::stop_timeline()); }
-
-kolo_handle kolo_allreduce_async(const char* name, const kolo_tensor* input, const kolo_tensor* output, int32_t op,
-                                 double prescale_factor, double postscale_factor, kolo_done_fn done,
-                                 void* done_data) {
-  return kolo_allreduce_in_set_async(0, name, input, output, op, prescale_factor, postscale_factor,
-                                     KOLO_COMPRESSION_NONE, done, done_data);
-}
-
-kolo_handle kolo_allreduce_async_compressed(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                            int32_t op, double prescale_factor, double postscale_factor,
-                                            int32_t compression, kolo_done_fn done, void* done_data) {
-  return kolo_allreduce_in_set_async(0, name, input, output, op, prescale_factor, postscale_factor, compression, done,
-                                     done_data);
-}
-
-kolo_handle kolo_allgather_async(const char* name, const kolo_tensor* input, kolo_allocate_fn allocate,
-                                 void* allocate_data, kolo_done_fn done, void* done_data) {
-  return kolo_allgather_in_set_async(0, name, input, allocate, allocate_data, done, done_data);
-}
-
-kolo_handle kolo_broadcast_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                 int32_t root_rank, kolo_done_fn done, void* done_data) {
-  return kolo_broadcast_in_set_async(0, name, input, output, root_rank, done, done_data);
-}
-
-kolo_handle kolo_alltoall_async(const char* name, const kolo_tensor* input, const int64_t* splits, int32_t num_splits,
-                                kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done, void* done_data) {
-  return kolo_alltoall_in_set_async(0, name, input, splits, num_splits, allocate, allocate_data, done, done_data);
-}
-
-kolo_handle kolo_reducescatter_async(const char* name, const kolo_tensor* input, const kolo_tensor* output,
-                                     int32_t op, double prescale_factor, double postscale_factor, kolo_done_fn done,
-                                     void* done_data) {
-  return kolo_reducescatter_in_set_async(0, name, input, output, op, prescale_factor, postscale_factor, done,
-                                         done_data);
-}
-
-kolo_handle kolo_barrier_async(kolo_done_fn done, void* done_data) { return kolo_barrier_in_set_async(0, done, done_data); }
-
-kolo_handle kolo_join_async(kolo_done_fn done, void* done_data) {
-  return kolo::join_async(to_callback(done, done_data)).id();
-}
-
-kolo_handle kolo_allreduce_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                        const kolo_tensor* output, int32_t op, double prescale_factor,
-                                        double postscale_factor, int32_t compression, kolo_done_fn done,
-                                        void* done_data) {
-  kolo::AllreduceOptions o;
-  o.op = static_cast<kolo::ReduceOp>(op);
-  o.prescale_factor = prescale_factor;
-  o.postscale_factor = postscale_factor;
-  o.compression = static_cast<kolo::Compression>(compression);
-  o.on_done = to_callback(done, done_data);
-  o.process_set = process_set;
-  return kolo::allreduce_async(safe_name(name), to_view(input), to_view(output), o).id();
-}
-
-int32_t kolo_allreduce_in_set(int32_t process_set, const char* name, const kolo_tensor* input,
-                              const kolo_tensor* output, int32_t op, double prescale_factor, double postscale_factor,
-                              int32_t compression) {
-  kolo::AllreduceOptions o;
-  o.op = static_cast<kolo::ReduceOp>(op);
-  o.prescale_factor = prescale_factor;
-  o.postscale_factor = postscale_factor;
-  o.compression = static_cast<kolo::Compression>(compression);
-  o.process_set = process_set;
-  return report(kolo::allreduce(safe_name(name), to_view(input), to_view(output), o));
-}
-
-kolo_handle kolo_allgather_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                        kolo_allocate_fn allocate, void* allocate_data, kolo_done_fn done,
-                                        void* done_data) {
-  kolo::SizedOutputOptions o;
-  o.allocate = to_allocator(allocate, allocate_data);
-  o.on_done = to_callback(done, done_data);
-  o.process_set = process_set;
-  return kolo::allgather_async(safe_name(name), to_view(input), o).id();
-}
-
-kolo_handle kolo_broadcast_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                        const kolo_tensor* output, int32_t root_rank, kolo_done_fn done,
-                                        void* done_data) {
-  kolo::BroadcastOptions o;
-  o.on_done = to_callback(done, done_data);
-  o.process_set = process_set;
-  return kolo::broadcast_async(safe_name(name), to_view(input), to_view(output), root_rank, o).id();
-}
-
-kolo_handle kolo_alltoall_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                       const int64_t* splits, int32_t num_splits, kolo_allocate_fn allocate,
-                                       void* allocate_data, kolo_done_fn done, void* done_data) {
-  std::vector<int64_t> s;
-  if (splits != nullptr && num_splits > 0) s.assign(splits, splits + num_splits);
-  kolo::SizedOutputOptions o;
-  o.allocate = to_allocator(allocate, allocate_data);
-  o.on_done = to_callback(done, done_data);
-  o.process_set = process_set;
-  return kolo::alltoall_async(safe_name(name), to_view(input), s, o).id();
-}
-
-kolo_handle kolo_reducescatter_in_set_async(int32_t process_set, const char* name, const kolo_tensor* input,
-                                            const kolo_tensor* output, int32_t op, double prescale_factor,
-                                            double postscale_factor, kolo_done_fn done, void* done_data) {
-  kolo::ReducescatterOptions o;
-  o.op = static_cast<kolo::ReduceOp>(op);
-  o.prescale_factor = prescale_factor;
-  o.postscale_factor = postscale_factor;
-  o.on_done = to_callback(done, done_data);
-  o.process_set = process_set;
-  return kolo::reducescatter_async(safe_name(name), to_view(input), to_view(output), o).id();
-}
-
-kolo_handle kolo_barrier_in_set_async(int32_t process_set, kolo_done_fn done, void* done_data) {
-  return kolo::barrier_async(process_set, to_callback(done, done_data)).id();
-}
 
 int32_t kolo_add_process_set(const int32_t* ranks, int32_t count, int32_t* id) {
   if ((ranks == nullptr && count > 0) || count < 0 || id == nullptr) {
@@ -281,25 +146,12 @@ int64_t kolo_reducescatter_rows(int64_t total_rows, int32_t rank, int32_t size) 
 int32_t kolo_poll(kolo_handle handle) {
   std::optional<kolo::Status> s = kolo::poll(kolo::Handle(handle));
   if (!s) return 0;
-  if (s->code() == kolo::StatusCode::kInvalidArgument && s->message().rfind("unknown handle", 0) == 0) {
-    t_last_error = s->message();
+  if (s->code() == kolo::StatusCode::kUnknownHandle) {
+    report(*s);
     return -1;
   }
   return 1;
 }
-
-namespace {
-
-int32_t hand_over(const kolo::Status& s, kolo::Output out, kolo_output** output) {
-  if (output != nullptr) {
-    const bool produced = out.storage != nullptr || out.view.data != nullptr || !out.received_splits.empty() ||
-                          !out.view.shape.empty() || out.last_joined_rank >= 0;
-    *output = produced ? new kolo_output{std::move(out)} : nullptr;
-  }
-  return report(s);
-}
-
-}  // namespace
 
 int32_t kolo_wait(kolo_handle handle, double timeout_seconds, kolo_output** output) {
   kolo::Output out;

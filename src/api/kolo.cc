@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "api/runtime.h"
+#include "api/start_op.h"
 #include "common/clock.h"
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_runtime.h"
@@ -66,7 +67,16 @@ Status begin(const std::string& name, OpKind kind, int process_set, Call* call) 
   return Status::OK();
 }
 
-Handle rejected(const Status& s) { return Handle(Runtime::instance().handles().create_done(s)); }
+// Set while start_op() starts an op: a refusal is told there, and no handle is made for it.
+thread_local Status* t_refusal = nullptr;
+
+Handle rejected(const Status& s) {
+  if (t_refusal != nullptr) {
+    *t_refusal = s;
+    return Handle();
+  }
+  return Handle(Runtime::instance().handles().create_done(s));
+}
 
 // Inside a blocking call (allreduce, not allreduce_async): its op goes to the engine without waking
 // kolo's thread, and the caller drives it (Engine::drive) before waiting.
@@ -74,12 +84,8 @@ thread_local bool t_blocking = false;
 thread_local std::shared_ptr<Engine> t_driven;  // the engine that op went to
 
 Status blocking(const std::function<Handle()>& start, Output* output = nullptr) {
-  t_blocking = true;
-  const Handle h = start();
-  t_blocking = false;
-  const std::shared_ptr<Engine> engine = std::move(t_driven);  // leaves t_driven empty
-  if (engine) engine->drive(h.id());
-  return Runtime::instance().handles().wait(h.id(), -1, output);
+  Handle unused;
+  return start_op(start, true, &unused, output);
 }
 
 std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& input, const TensorView& output) {
@@ -112,8 +118,14 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
   const Handle h(e->handle);
   // A refusal at the queue names the job's rank and the set.
   RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");
-  call.engine->submit(std::move(e), t_blocking);
-  if (t_blocking) t_driven = call.engine;
+  const Status refused = call.engine->submit(std::move(e), t_blocking);
+  if (t_blocking) t_driven = call.engine;  // its drive() ends the quiet submit, refused or not
+  if (refused.ok()) return h;
+  if (t_refusal != nullptr) {
+    Runtime::instance().handles().discard(h.id());
+    return rejected(refused);
+  }
+  Runtime::instance().handles().complete(h.id(), refused, Output());
   return h;
 }
 
@@ -273,6 +285,23 @@ Status wait_on_stream(Handle handle, void* stream, Output* output) {
 }
 
 std::optional<Status> poll(Handle handle) { return Runtime::instance().handles().poll(handle.id()); }
+
+Status start_op(const std::function<Handle()>& start, bool block, Handle* handle, Output* output) {
+  Status refusal;
+  t_refusal = &refusal;
+  t_blocking = block;
+  const Handle h = start();
+  t_blocking = false;
+  t_refusal = nullptr;  // before any cycle: a callback that the drive runs may start ops of its own
+  const std::shared_ptr<Engine> engine = std::move(t_driven);  // leaves t_driven empty
+  if (engine) engine->drive(h.id());
+  if (!refusal.ok()) return refusal;
+  if (!block) {
+    *handle = h;
+    return Status::OK();
+  }
+  return Runtime::instance().handles().wait(h.id(), -1, output);
+}
 
 Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
                  const AllreduceOptions& options) {

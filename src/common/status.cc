@@ -13,6 +13,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnsupported: return "UNSUPPORTED";
     case StatusCode::kTimeout: return "TIMEOUT";
     case StatusCode::kPeersFailed: return "PEERS_FAILED";
+    case StatusCode::kUnknownHandle: return "UNKNOWN_HANDLE";
   }
   return "UNKNOWN";
 }

@@ -57,8 +57,7 @@ void Engine::prepare_thread() {
   }
 }
 
-void Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
-  const int64_t handle = entry->handle;
+Status Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
   const bool quiet = caller_drives && config_.caller_drives;
   if (quiet) ++drivers_;  // until its drive() ends, the engine thread leaves cycles to it
   Status s = queue_.push(std::move(entry), !quiet);
@@ -67,7 +66,7 @@ void Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
     std::lock_guard<std::mutex> lock(timeline_mu_);
     s = abandoned_why_;
   }
-  if (!s.ok()) handles_->complete(handle, s, Output());
+  return s;
 }
 
 void Engine::stop() {

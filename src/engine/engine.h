@@ -31,9 +31,10 @@ class Engine {
   ~Engine();  // stops and joins
 
   void start();
-  // Pushes a validated entry; its handle fails at once if the push is refused. `caller_drives`: the
-  // caller calls drive() for it next (a blocking call), so the engine thread is not woken for it.
-  void submit(std::unique_ptr<TensorEntry> entry, bool caller_drives = false);
+  // Pushes a validated entry. Returns why the push is refused (its name already in flight, the engine
+  // abandoned), else OK: a refused op's handle is the caller's to end. `caller_drives`: the caller calls
+  // drive() for it next (a blocking call, even when refused), so the engine thread is not woken for it.
+  Status submit(std::unique_ptr<TensorEntry> entry, bool caller_drives = false);
   // On the caller's thread, for the op of `handle` it is about to wait for: while that op is the only
   // one in flight here and no cycle is running, the caller runs the negotiation cycles itself until the
   // op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small

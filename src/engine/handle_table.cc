@@ -90,7 +90,7 @@ Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_ev
   std::unique_lock<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) {
-    return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+    return Status::UnknownHandle("unknown handle " + std::to_string(handle) +
                                    " (never issued, or already waited on)");
   }
   cv_.wait(lock, [&] {
@@ -113,7 +113,7 @@ Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output)
   std::unique_lock<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) {
-    return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+    return Status::UnknownHandle("unknown handle " + std::to_string(handle) +
                                    " (never issued, or already waited on)");
   }
   auto done = [&] { return states_.at(handle).done; };
@@ -129,11 +129,16 @@ Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output)
   return status;
 }
 
+void HandleTable::discard(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  states_.erase(handle);
+}
+
 std::optional<Status> HandleTable::poll(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) {
-    return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+    return Status::UnknownHandle("unknown handle " + std::to_string(handle) +
                                    " (never issued, or already waited on)");
   }
   if (!it->second.done) return std::nullopt;

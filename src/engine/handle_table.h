@@ -33,6 +33,8 @@ class HandleTable {
   // Blocks until done, or `timeout_seconds` (< 0: no limit) pass. Releases the handle when done.
   Status wait(int64_t handle, double timeout_seconds, Output* output);
   std::optional<Status> poll(int64_t handle);
+  // Forgets an op that never reached an engine (refused at its queue), without its callback.
+  void discard(int64_t handle);
   // Blocks until the op has ended or its device work has been launched. Ended: as wait(), and
   // *done_event is left null. Launched: OK, *done_event set, the output handed over and the handle
   // released (its completion, later, finds nobody waiting).

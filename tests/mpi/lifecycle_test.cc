@@ -1,4 +1,4 @@
-// init/shutdown, in-flight ops at shutdown, stalls, the timeline, topology, threads, and the C ABI.
+// init/shutdown, in-flight ops at shutdown, stalls, the timeline, topology and threads (the C ABI: c_api_test.cc).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -235,37 +235,6 @@ TEST(Threads, KolosThreadIsNamedAndTakesKoloThreadNice) {
   // A new thread, from a thread at the default: back at 0.
   EXPECT_EQ(nice_of_threads_named("kolo"), std::vector<int>{0});
   MPI_Barrier(MPI_COMM_WORLD);
-}
-
-TEST(CApi, AllreduceAllgatherAndErrors) {
-  EXPECT_EQ(kolo_size(), size());
-  int64_t shape[1] = {3};
-  float data[3] = {1.0f, 2.0f, 3.0f};
-  kolo_tensor t = {data, KOLO_FLOAT32, 1, shape, nullptr, KOLO_CPU, 0, nullptr};
-  kolo_handle h = kolo_allreduce_async("c.ar", &t, &t, KOLO_SUM, 1.0, 2.0, nullptr, nullptr);
-  ASSERT_EQ(kolo_wait(h, -1, nullptr), KOLO_OK) << kolo_last_error();
-  EXPECT_EQ(data[2], 6.0f * size());
-
-  int64_t one[1] = {1};
-  int32_t mine = rank() * 10;
-  kolo_tensor g = {&mine, KOLO_INT32, 1, one, nullptr, KOLO_CPU, 0, nullptr};
-  kolo_output* out = nullptr;
-  ASSERT_EQ(kolo_wait(kolo_allgather_async("c.ag", &g, nullptr, nullptr, nullptr, nullptr), 5.0, &out), KOLO_OK);
-  ASSERT_NE(out, nullptr);
-  ASSERT_EQ(kolo_output_ndim(out), 1);
-  ASSERT_EQ(kolo_output_shape(out)[0], size());
-  for (int r = 0; r < size(); ++r) EXPECT_EQ(static_cast<int32_t*>(kolo_output_data(out))[r], 10 * r);
-  kolo_output_free(out);
-
-  kolo_tensor bad = t;
-  bad.dtype = 99;
-  EXPECT_EQ(kolo_wait(kolo_allreduce_async("c.bad", &bad, &bad, KOLO_SUM, 1, 1, nullptr, nullptr), -1, nullptr),
-            KOLO_INVALID_ARGUMENT);
-  EXPECT_EQ(std::string(kolo_last_error()),
-            "allreduce of tensor 'c.bad' on rank " + std::to_string(rank()) +
-                ": input has an unsupported dtype (99); kolo supports uint8, int8, uint16, int16, int32, int64, float16, "
-                "bfloat16, float32, float64, bool");
-  EXPECT_EQ(kolo_poll(123456789), -1);
 }
 
 // The peer watch across init/shutdown cycles: each cycle's goodbyes may reach a rank after its watch

@@ -285,12 +285,30 @@ TEST(ProcessSets, CApi) {
     float data[2] = {1.0f * rank(), 1.0f};
     const int64_t shape[] = {2};
     kolo_tensor t = {data, KOLO_FLOAT32, 1, shape, nullptr, KOLO_CPU, 0, nullptr};
-    kolo_handle h = kolo_allreduce_in_set_async(id, "c.set", &t, &t, KOLO_SUM, 1.0, 1.0, KOLO_COMPRESSION_NONE,
-                                                nullptr, nullptr);
+    kolo_op_options o;
+    kolo_op_options_init(&o);
+    o.process_set = id;
+    o.name = "c.set";
+    o.reduce_op = KOLO_SUM;
+    kolo_handle h = 0;
+    ASSERT_EQ(kolo_allreduce(&t, &t, &o, &h), KOLO_OK) << kolo_last_error();
     ASSERT_EQ(kolo_wait(h, -1, nullptr), KOLO_OK) << kolo_last_error();
     EXPECT_EQ(data[0], static_cast<float>(std::accumulate(members.begin(), members.end(), 0)));
     EXPECT_EQ(data[1], static_cast<float>(n));
-    ASSERT_EQ(kolo_wait(kolo_barrier_in_set_async(id, nullptr, nullptr), -1, nullptr), KOLO_OK);
+    o.blocking = 1;
+    ASSERT_EQ(kolo_barrier(&o, nullptr), KOLO_OK) << kolo_last_error();
+  } else {
+    // A rank outside the set is refused at once, with no handle.
+    float data[1] = {0.0f};
+    const int64_t shape[] = {1};
+    kolo_tensor t = {data, KOLO_FLOAT32, 1, shape, nullptr, KOLO_CPU, 0, nullptr};
+    kolo_op_options o;
+    kolo_op_options_init(&o);
+    o.process_set = id;
+    o.name = "c.outside";
+    kolo_handle h = 77;
+    EXPECT_EQ(kolo_allreduce(&t, &t, &o, &h), KOLO_INVALID_ARGUMENT);
+    EXPECT_EQ(h, 0);
   }
   EXPECT_EQ(kolo_process_set_size(12345), -1);
   EXPECT_NE(std::string(kolo_last_error()).find("there is no process set 12345"), std::string::npos);

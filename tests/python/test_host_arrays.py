@@ -39,3 +39,15 @@ def test_reducescatter_blocks(rank, size):
     with pytest.raises(_core.KoloValueError, match="tensor 'h.complex' on rank %d: input has dtype complex64"
                        % rank):
         _host.reducescatter([np.ones((2,), np.complex64)], ["h.complex"], _core.SUM)
+
+
+def test_a_refused_array_waits_for_those_enqueued_before_it(rank, size):
+    # kolo._C raises for the bool array (refused at once: factors do not apply); the float array before it
+    # is waited for on every rank before the error, so it ran and its name is free again.
+    arrays = [np.full((3,), rank + 1.0, np.float32), np.ones((2,), np.bool_)]
+    with pytest.raises(_core.KoloValueError) as e:
+        _host.allreduce(arrays, ["h.first", "h.flags"], _core.SUM, prescale_factor=2.0)
+    assert str(e.value) == ("allreduce of tensor 'h.flags' on rank %d: prescale and postscale factors do not apply "
+                            "to bool tensors (their reductions are logical)" % rank)
+    again = _host.allreduce([np.full((3,), rank + 1.0, np.float32)], ["h.first"], _core.SUM)[0]
+    assert again.tolist() == [size * (size + 1) / 2] * 3

@@ -41,3 +41,20 @@ def test_join_lets_others_go_on(rank, size):
         assert got.tolist() == [sum(range(1, n + 1)) * (1.0 / size)] * 2
         last = kolo.join()
     assert kolo.allgather_object(last) == [last] * size
+
+
+def test_a_name_in_flight_raises_at_submit(rank, size):
+    if size == 1:
+        pytest.skip("needs a second rank to hold the first op in flight")
+    # Rank 0 submits twice before the others submit at all: the first stays in flight, and the C ABI
+    # refuses the second at once (kolo._C raises it there, with no handle).
+    if rank == 0:
+        handle = kolo.allreduce_async(torch.ones(2), op=kolo.Sum, name="twice")
+        with pytest.raises(kolo.KoloValueError) as e:
+            kolo.allreduce_async(torch.ones(2), op=kolo.Sum, name="twice")
+        assert str(e.value) == ("tensor 'twice' is already in flight on rank 0: wait for it before submitting the "
+                                "name again")
+    kolo.barrier()
+    if rank != 0:
+        handle = kolo.allreduce_async(torch.ones(2), op=kolo.Sum, name="twice")
+    assert kolo.synchronize(handle).tolist() == [size, size]

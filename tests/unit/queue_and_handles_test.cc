@@ -48,7 +48,9 @@ TEST(HandleTable, WaitReturnsTheStatusOnceAndReleases) {
   done.join();
   EXPECT_EQ(s.code(), StatusCode::kMismatch);
   EXPECT_EQ(t.size(), 0u);
-  EXPECT_EQ(t.wait(h, -1, nullptr).message(), "unknown handle " + std::to_string(h) + " (never issued, or already waited on)");
+  const Status unknown = t.wait(h, -1, nullptr);
+  EXPECT_EQ(unknown.code(), StatusCode::kUnknownHandle);
+  EXPECT_EQ(unknown.message(), "unknown handle " + std::to_string(h) + " (never issued, or already waited on)");
 }
 
 TEST(HandleTable, BoundedWaitTimesOutAndKeepsTheHandle) {

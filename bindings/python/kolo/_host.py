@@ -21,14 +21,23 @@ def _describe(array, name):
     return (array.ctypes.data, code, tuple(array.shape), (), _core.CPU, 0, 0)
 
 
-def _wait_all(handles):
-    """Waits for every handle, even after a failure, so none is left behind; returns their outputs."""
+def _wait_all(submissions):
+    """Enqueues the ops (`submissions` yields each one's handle as it enqueues it) and waits for every op
+    enqueued, even after a failure or a call refused at once (kolo._C raises then), so none is left behind
+    writing into arrays already let go; returns their outputs."""
+    handles, refused = [], None
+    try:
+        for h in submissions:
+            handles.append(h)
+    except _core.KoloError as e:
+        refused = e
     error, outputs = None, []
     for h in handles:
         code, message, output = _C.wait(h)
         outputs.append(output)
         if code != _core.OK and error is None:
             error = _core.error_for(code, message)
+    error = error or refused  # the first failure in order, as when a refusal was a failed handle
     if error is not None:
         raise error
     return outputs
@@ -37,8 +46,8 @@ def _wait_all(handles):
 def allreduce(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0, set_id=0):
     inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
     outputs = [np.empty_like(a) for a in inputs]
-    _wait_all([_C.allreduce_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
-                                  process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
+    _wait_all(_C.allreduce_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
+                                 process_set=set_id) for i, o, n in zip(inputs, outputs, names))
     return outputs
 
 
@@ -56,8 +65,8 @@ def _as_bits(array):
 def broadcast(arrays, names, root_rank, set_id=0):
     inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
     outputs = [np.empty_like(a) for a in inputs]
-    _wait_all([_C.broadcast_async(n, _describe(_as_bits(i), n), _describe(_as_bits(o), n), root_rank,
-                                  process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
+    _wait_all(_C.broadcast_async(n, _describe(_as_bits(i), n), _describe(_as_bits(o), n), root_rank,
+                                 process_set=set_id) for i, o, n in zip(inputs, outputs, names))
     return outputs
 
 
@@ -73,7 +82,7 @@ def allgather(arrays, names, set_id=0):
     inputs = [np.asarray(a, order="C") for a in arrays]
     _check_rows(inputs, names, "allgather")
     carried = [_as_bits(i) for i in inputs]
-    outputs = _wait_all([_C.allgather_async(n, _describe(c, n), process_set=set_id) for c, n in zip(carried, names)])
+    outputs = _wait_all(_C.allgather_async(n, _describe(c, n), process_set=set_id) for c, n in zip(carried, names))
     results = []
     for out, array, carrier in zip(outputs, inputs, carried):
         shape = tuple(out.shape)
@@ -97,8 +106,8 @@ def reducescatter(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0, 
     _check_rows(inputs, names, "reducescatter")
     rank, size = set_place(set_id)
     outputs = [np.empty((_C.reducescatter_rows(a.shape[0], rank, size),) + a.shape[1:], a.dtype) for a in inputs]
-    _wait_all([_C.reducescatter_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
-                                      process_set=set_id) for i, o, n in zip(inputs, outputs, names)])
+    _wait_all(_C.reducescatter_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
+                                     process_set=set_id) for i, o, n in zip(inputs, outputs, names))
     return outputs
 
 

@@ -115,53 +115,92 @@ ffi::ErrorCode xla_code_of(int32_t code) {
   }
 }
 
-// Waits for every handle (even after a failure, so none is left behind); the first failure wins.
-// On a GPU only until kolo has launched the work, XLA's stream then waiting for it on the device.
-// Messages start with "kolo: " so that kolo.jax recognizes them inside XLA's error.
-ffi::Error wait_all(const std::vector<kolo_handle>& handles, const Place& place) {
+// An op as its entry point left it: enqueued (its handle), or refused at once (its status, no handle).
+struct Started {
+  kolo_handle handle = 0;
+  int32_t code = KOLO_OK;
+  std::string message;
+};
+
+// handle by reference: read after the entry point (an argument beside it) has written it.
+Started started(int32_t code, const kolo_handle& handle) {
+  return Started{handle, code, code == KOLO_OK ? std::string() : std::string(kolo_last_error())};
+}
+
+// The C ABI's options for an op named `name` in process set `set`, the rest at their defaults.
+kolo_op_options options_for(const char* name, int32_t set) {
+  kolo_op_options o;
+  kolo_op_options_init(&o);
+  o.name = name;
+  o.process_set = set;
+  return o;
+}
+
+// Waits for every op enqueued (even after a failure, so none is left behind); the first failure, a
+// refusal's included, wins. On a GPU only until kolo has launched the work, XLA's stream then waiting
+// for it on the device. Messages start with "kolo: " so that kolo.jax recognizes them inside XLA's error.
+ffi::Error wait_all(const std::vector<Started>& ops, const Place& place) {
   int32_t first = KOLO_OK;
   std::string message;
-  for (kolo_handle h : handles) {
-    int32_t code = place.device_type == KOLO_CUDA ? kolo_wait_on_stream(h, place.stream, nullptr)
-                                                  : kolo_wait(h, -1.0, nullptr);
+  for (const Started& op : ops) {
+    int32_t code = op.code;
+    std::string why = op.message;
+    if (code == KOLO_OK) {
+      code = place.device_type == KOLO_CUDA ? kolo_wait_on_stream(op.handle, place.stream, nullptr)
+                                            : kolo_wait(op.handle, -1.0, nullptr);
+      if (code != KOLO_OK) why = kolo_last_error();
+    }
     if (code != KOLO_OK && first == KOLO_OK) {
       first = code;
-      message = kolo_last_error();
+      message = why;
     }
   }
   if (first == KOLO_OK) return ffi::Error::Success();
   return ffi::Error(xla_code_of(first), "kolo: " + message);
 }
 
-// Enqueues one op per (argument, result) pair, `enqueue(name, input, output)`, then waits for all.
+// Enqueues one op per (argument, result) pair, `enqueue(name, input, output)` (a Started), then waits
+// for all.
 template <typename Enqueue>
 ffi::Error run_group(std::string_view names_attr, const ffi::RemainingArgs& args, const ffi::RemainingRets& rets,
                      const Place& place, Enqueue enqueue) {
   auto names = split_names(names_attr, args.size());
   std::vector<int32_t> dtypes;
   if (auto e = check_group(args, rets, names, &dtypes); e.failure()) return e;
-  std::vector<kolo_handle> handles;
+  std::vector<Started> ops;
   for (size_t i = 0; i < args.size(); ++i) {
     View in(*args.get<ffi::AnyBuffer>(i), dtypes[i], place);
     View out(**rets.get<ffi::AnyBuffer>(i), dtypes[i], place);
-    handles.push_back(enqueue(names[i].c_str(), &in.t, &out.t));
+    ops.push_back(enqueue(names[i].c_str(), &in.t, &out.t));
   }
-  return wait_all(handles, place);
+  return wait_all(ops, place);
+}
+
+kolo_op_options reduce_options(const char* name, int32_t set, int32_t op, double prescale, double postscale) {
+  kolo_op_options o = options_for(name, set);
+  o.reduce_op = op;
+  o.prescale_factor = prescale;
+  o.postscale_factor = postscale;
+  return o;
 }
 
 // `set`: the process set the op runs in (0: every rank).
 ffi::Error allreduce_at(const Place& place, std::string_view names, int32_t op, double prescale, double postscale,
                         int32_t set, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
-    return kolo_allreduce_in_set_async(set, name, in, out, op, prescale, postscale, KOLO_COMPRESSION_NONE, nullptr,
-                                       nullptr);
+    kolo_op_options o = reduce_options(name, set, op, prescale, postscale);
+    kolo_handle h = 0;
+    return started(kolo_allreduce(in, out, &o, &h), h);
   });
 }
 
 ffi::Error broadcast_at(const Place& place, std::string_view names, int32_t root_rank, int32_t set,
                         ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
-    return kolo_broadcast_in_set_async(set, name, in, out, root_rank, nullptr, nullptr);
+    kolo_op_options o = options_for(name, set);
+    o.root_rank = root_rank;
+    kolo_handle h = 0;
+    return started(kolo_broadcast(in, out, &o, &h), h);
   });
 }
 
@@ -169,7 +208,9 @@ ffi::Error broadcast_at(const Place& place, std::string_view names, int32_t root
 ffi::Error reducescatter_at(const Place& place, std::string_view names, int32_t op, double prescale, double postscale,
                             int32_t set, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_group(names, args, rets, place, [&](const char* name, const kolo_tensor* in, const kolo_tensor* out) {
-    return kolo_reducescatter_in_set_async(set, name, in, out, op, prescale, postscale, nullptr, nullptr);
+    kolo_op_options o = reduce_options(name, set, op, prescale, postscale);
+    kolo_handle h = 0;
+    return started(kolo_reducescatter(in, out, &o, &h), h);
   });
 }
 
@@ -191,9 +232,10 @@ void* gather_into(void* user_data, int32_t ndim, const int64_t* shape) {
 // data (negotiated in the same round), so that on a difference every rank fails with the same
 // message, including a rank whose own buffer happened to fit the total.
 ffi::Error check_equal_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int32_t set,
-                            kolo_handle h) {
+                            const Started& gathered) {
+  if (gathered.code != KOLO_OK) return ffi::Error(xla_code_of(gathered.code), "kolo: " + gathered.message);
   kolo_output* out = nullptr;
-  const int32_t code = kolo_wait(h, -1.0, &out);
+  const int32_t code = kolo_wait(gathered.handle, -1.0, &out);
   if (code != KOLO_OK) return ffi::Error(xla_code_of(code), "kolo: " + std::string(kolo_last_error()));
   const auto* all = static_cast<const int64_t*>(kolo_output_data(out));
   std::vector<int32_t> members(static_cast<size_t>(std::max(kolo_process_set_size(set), 0)));
@@ -227,20 +269,27 @@ ffi::Error allgather_at(const Place& place, std::string_view names_attr, int32_t
     auto dims = args.get<ffi::AnyBuffer>(i)->dimensions();
     rows.push_back(dims.size() == 0 ? 0 : dims[0]);
   }
-  kolo_handle rows_handle = 0;
+  Started rows_op;
   if (check_rows != 0) {
     const int64_t count = static_cast<int64_t>(rows.size());
     kolo_tensor t{rows.data(), KOLO_INT64, 1, &count, nullptr, KOLO_CPU, 0, nullptr};
-    rows_handle = kolo_allgather_in_set_async(set, (names[0] + ".rows").c_str(), &t, nullptr, nullptr, nullptr, nullptr);
+    const std::string rows_name = names[0] + ".rows";
+    const kolo_op_options o = options_for(rows_name.c_str(), set);
+    kolo_handle h = 0;
+    const int32_t code = kolo_allgather(&t, &o, &h);
+    rows_op = started(code, h);
   }
-  std::vector<kolo_handle> handles;
+  std::vector<Started> ops;
   for (size_t i = 0; i < args.size(); ++i) {
     View in(*args.get<ffi::AnyBuffer>(i), dtypes[i], place);
-    handles.push_back(
-        kolo_allgather_in_set_async(set, names[i].c_str(), &in.t, gather_into, &targets[i], nullptr, nullptr));
+    kolo_op_options o = options_for(names[i].c_str(), set);
+    o.allocate = gather_into;
+    o.allocate_data = &targets[i];
+    kolo_handle h = 0;
+    ops.push_back(started(kolo_allgather(&in.t, &o, &h), h));
   }
-  ffi::Error rows_result = check_rows != 0 ? check_equal_rows(names, rows, set, rows_handle) : ffi::Error::Success();
-  ffi::Error result = wait_all(handles, place);
+  ffi::Error rows_result = check_rows != 0 ? check_equal_rows(names, rows, set, rows_op) : ffi::Error::Success();
+  ffi::Error result = wait_all(ops, place);
   return rows_result.failure() ? std::move(rows_result) : std::move(result);
 }
 

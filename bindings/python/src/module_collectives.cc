@@ -33,54 +33,104 @@ struct CTensor {
   }
 };
 
+// The C ABI's options for an op: its name (which must outlive them) and set, the rest at their defaults.
+kolo_op_options options_for(const std::string& name, int32_t process_set) {
+  kolo_op_options o;
+  kolo_op_options_init(&o);
+  o.name = name.c_str();
+  o.process_set = process_set;
+  return o;
+}
+
+kolo_op_options reduce_options(const std::string& name, int32_t op, double prescale, double postscale,
+                               int32_t process_set) {
+  kolo_op_options o = options_for(name, process_set);
+  o.reduce_op = op;
+  o.prescale_factor = prescale;
+  o.postscale_factor = postscale;
+  return o;
+}
+
+// The handle of an enqueued op. A call kolo refused at once raises here, with the exception and
+// message kolo's Python gives a failed op (kolo._core.error_for), as waiting for it would have.
+// handle by reference: read after the entry point (an argument beside it) has written it.
+kolo_handle started(int32_t code, const kolo_handle& handle) {
+  if (code == KOLO_OK) return handle;
+  const std::string message = kolo_last_error();
+  py::object error = py::module_::import("kolo._core").attr("error_for")(code, message);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+  throw py::error_already_set();
+}
+
 }  // namespace
 
 void register_collectives(py::module_& m) {
   m.def("reducescatter_rows", &kolo_reducescatter_rows);
 
-  // Enqueueing never blocks on other ranks; a call rejected at once returns a handle that has failed.
+  // Enqueueing never blocks on other ranks; a call refused at once raises (started()).
   // process_set: 0 is every rank; else an id from add_process_set.
   m.def("allreduce_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
                               double prescale, double postscale, int32_t compression, int32_t process_set) {
     CTensor i(in), o(out);
-    return kolo_allreduce_in_set_async(process_set, name.c_str(), &i.t, &o.t, op, prescale, postscale, compression,
-                                       nullptr, nullptr);
+    kolo_op_options opts = reduce_options(name, op, prescale, postscale, process_set);
+    opts.compression = compression;
+    kolo_handle h = 0;
+    return started(kolo_allreduce(&i.t, &o.t, &opts, &h), h);
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
      py::arg("compression") = 0, py::arg("process_set") = 0);
   // Blocking (CPU tensors): the op's cycle may run on this thread (KOLO_CALLER_DRIVES), the GIL released.
+  // Returns (code, message), a refusal's too.
   m.def("allreduce", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
                         double prescale, double postscale, int32_t compression, int32_t process_set) {
     CTensor i(in), o(out);
-    return status_without_gil([&] {
-      return kolo_allreduce_in_set(process_set, name.c_str(), &i.t, &o.t, op, prescale, postscale, compression);
-    });
+    kolo_op_options opts = reduce_options(name, op, prescale, postscale, process_set);
+    opts.compression = compression;
+    opts.blocking = 1;
+    return status_without_gil([&] { return kolo_allreduce(&i.t, &o.t, &opts, nullptr); });
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
      py::arg("compression") = 0, py::arg("process_set") = 0);
   m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set) {
     CTensor i(in);
-    return kolo_allgather_in_set_async(process_set, name.c_str(), &i.t, nullptr, nullptr, nullptr, nullptr);
+    const kolo_op_options opts = options_for(name, process_set);
+    kolo_handle h = 0;
+    return started(kolo_allgather(&i.t, &opts, &h), h);
   }, py::arg("name"), py::arg("input"), py::arg("process_set") = 0);
   m.def("broadcast_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t root,
                               int32_t process_set) {
     CTensor i(in), o(out);
-    return kolo_broadcast_in_set_async(process_set, name.c_str(), &i.t, &o.t, root, nullptr, nullptr);
+    kolo_op_options opts = options_for(name, process_set);
+    opts.root_rank = root;
+    kolo_handle h = 0;
+    return started(kolo_broadcast(&i.t, &o.t, &opts, &h), h);
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("root"), py::arg("process_set") = 0);
   m.def("alltoall_async", [](const std::string& name, const Descriptor& in, const std::vector<int64_t>& splits,
                              int32_t process_set) {
     CTensor i(in);
-    return kolo_alltoall_in_set_async(process_set, name.c_str(), &i.t, splits.empty() ? nullptr : splits.data(),
-                                      static_cast<int32_t>(splits.size()), nullptr, nullptr, nullptr, nullptr);
+    kolo_op_options opts = options_for(name, process_set);
+    opts.splits = splits.empty() ? nullptr : splits.data();
+    opts.num_splits = static_cast<int32_t>(splits.size());
+    kolo_handle h = 0;
+    return started(kolo_alltoall(&i.t, &opts, &h), h);
   }, py::arg("name"), py::arg("input"), py::arg("splits"), py::arg("process_set") = 0);
   m.def("reducescatter_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
                                   double prescale, double postscale, int32_t process_set) {
     CTensor i(in), o(out);
-    return kolo_reducescatter_in_set_async(process_set, name.c_str(), &i.t, &o.t, op, prescale, postscale, nullptr,
-                                           nullptr);
+    const kolo_op_options opts = reduce_options(name, op, prescale, postscale, process_set);
+    kolo_handle h = 0;
+    return started(kolo_reducescatter(&i.t, &o.t, &opts, &h), h);
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
      py::arg("process_set") = 0);
-  m.def("barrier_async", [](int32_t process_set) { return kolo_barrier_in_set_async(process_set, nullptr, nullptr); },
-        py::arg("process_set") = 0);
-  m.def("join_async", [] { return kolo_join_async(nullptr, nullptr); });
+  m.def("barrier_async", [](int32_t process_set) {
+    kolo_op_options opts;
+    kolo_op_options_init(&opts);
+    opts.process_set = process_set;
+    kolo_handle h = 0;
+    return started(kolo_barrier(&opts, &h), h);
+  }, py::arg("process_set") = 0);
+  m.def("join_async", [] {
+    kolo_handle h = 0;
+    return started(kolo_join(nullptr, &h), h);
+  });
 }
 
 }  // namespace kolo_py

@@ -11,8 +11,11 @@ class BroadcastOp : public KoloOp {
  public:
   explicit BroadcastOp(OpKernelConstruction* c) : KoloOp(c) { OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_)); }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    submit_same_shape(ctx, done, [&](const kolo_tensor* i, const kolo_tensor* o, kolo_done_fn fn, void* data) {
-      return kolo_broadcast_in_set_async(process_set_, name_.c_str(), i, o, root_, fn, data);
+    submit_same_shape(ctx, done, [&](const kolo_tensor* i, const kolo_tensor* o, kolo_done_fn fn, void* data,
+                                     kolo_handle* h) {
+      kolo_op_options opts = options(fn, data);
+      opts.root_rank = root_;
+      return kolo_broadcast(i, o, &opts, h);
     });
   }
 

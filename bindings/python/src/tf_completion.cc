@@ -76,16 +76,15 @@ void on_done(void* data, int32_t /*code*/, const char* /*message*/) {
 
 }  // namespace
 
-void submit(const std::function<kolo_handle(kolo_done_fn, void*)>& enqueue, Finish finish) {
+void submit(const std::function<int32_t(kolo_done_fn, void*, kolo_handle*)>& enqueue, Finish finish) {
   auto* p = new Pending;
   p->finish = std::move(finish);
   Completer& completer = Completer::instance();
-  const kolo_handle h = enqueue(&on_done, p);
-  // Done already, and no callback: rejected at once (kolo calls on_done before it marks an enqueued
-  // op done, so a done op that had a callback has fired by now).
-  if (kolo_poll(h) == 1 && !p->fired.load()) {
-    p->handle = h;
-    Completer::finish(p);
+  kolo_handle h = 0;
+  const int32_t code = enqueue(&on_done, p, &h);
+  if (code != KOLO_OK) {  // refused at once: no handle, no callback
+    p->finish(code, kolo_last_error(), nullptr);
+    delete p;
     return;
   }
   completer.known(p, h);

@@ -38,8 +38,11 @@ class AllgatherOp : public KoloOp {
     OP_REQUIRES_OK_ASYNC(ctx, need_rows(in, "allgather", name_, "concatenates"), done);
     View i(in, place(ctx));
     auto* a = new Allocation{ctx, absl::OkStatus()};
-    submit([&](kolo_done_fn fn, void* data) {
-      return kolo_allgather_in_set_async(process_set_, name_.c_str(), &i.c, allocate_output, a, fn, data);
+    submit([&](kolo_done_fn fn, void* data, kolo_handle* h) {
+      kolo_op_options opts = options(fn, data);
+      opts.allocate = allocate_output;
+      opts.allocate_data = a;
+      return kolo_allgather(&i.c, &opts, h);
     }, finisher(ctx, done, [a](kolo_output*) {
       absl::Status s = a->status;
       delete a;
@@ -61,9 +64,13 @@ class AlltoallOp : public KoloOp {
     }
     View i(in, place(ctx));
     auto* a = new Allocation{ctx, absl::OkStatus()};
-    submit([&](kolo_done_fn fn, void* data) {
-      return kolo_alltoall_in_set_async(process_set_, name_.c_str(), &i.c, s.empty() ? nullptr : s.data(),
-                                        static_cast<int32_t>(s.size()), allocate_output, a, fn, data);
+    submit([&](kolo_done_fn fn, void* data, kolo_handle* h) {
+      kolo_op_options opts = options(fn, data);
+      opts.splits = s.empty() ? nullptr : s.data();
+      opts.num_splits = static_cast<int32_t>(s.size());
+      opts.allocate = allocate_output;
+      opts.allocate_data = a;
+      return kolo_alltoall(&i.c, &opts, h);
     }, finisher(ctx, done, [a, ctx](kolo_output* out) {
       absl::Status st = a->status;
       delete a;

@@ -65,6 +65,16 @@ View::View(const tensorflow::Tensor& t, const Place& p) : shape(t.shape().dims()
   c.stream = p.stream;
 }
 
+kolo_op_options op_options(const std::string& name, int set, kolo_done_fn fn, void* data) {
+  kolo_op_options o;
+  kolo_op_options_init(&o);
+  o.name = name.c_str();
+  o.process_set = set;
+  o.done = fn;
+  o.done_data = data;
+  return o;
+}
+
 absl::Status need_rows(const tensorflow::Tensor& t, const char* kind, const std::string& name, const char* what) {
   if (t.dims() > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(std::string("kolo: ") + kind + " of tensor '" + name +

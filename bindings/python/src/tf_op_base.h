@@ -53,6 +53,10 @@ struct View {
   kolo_tensor c;
 };
 
+// The C ABI's options for an op named `name` (which must outlive them) in process set `set`, with
+// submit()'s callback; the rest at their defaults.
+kolo_op_options op_options(const std::string& name, int set, kolo_done_fn fn, void* data);
+
 // allgather, alltoall and reducescatter work on rows: a scalar is refused, naming the tensor.
 absl::Status need_rows(const tensorflow::Tensor& t, const char* kind, const std::string& name, const char* what);
 
@@ -79,8 +83,11 @@ class KoloOp : public tensorflow::AsyncOpKernel {
     };
   }
 
+  // The C ABI's options for the kernel's op: its name and set, and submit()'s callback.
+  kolo_op_options options(kolo_done_fn fn, void* data) const { return op_options(name_, process_set_, fn, data); }
+
   // For ops whose output is shaped as their input, in place where TensorFlow lets the input's buffer
-  // go (a gradient just computed, usually): submits `enqueue(input, output, done_fn, done_data)`.
+  // go (a gradient just computed, usually): submits `enqueue(input, output, done_fn, done_data, handle)`.
   template <typename Enqueue>
   void submit_same_shape(tensorflow::OpKernelContext* ctx, DoneCallback done, Enqueue enqueue) {
     const tensorflow::Tensor& in = ctx->input(0);
@@ -88,7 +95,8 @@ class KoloOp : public tensorflow::AsyncOpKernel {
     OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
     const Place at = place(ctx);
     View i(in, at), o(*out, at);
-    submit([&](kolo_done_fn fn, void* data) { return enqueue(&i.c, &o.c, fn, data); }, finisher(ctx, done));
+    submit([&](kolo_done_fn fn, void* data, kolo_handle* h) { return enqueue(&i.c, &o.c, fn, data, h); },
+           finisher(ctx, done));
   }
 
   std::string name_;

@@ -25,6 +25,15 @@ class ReducingOp : public KoloOp {
   }
 
  protected:
+  // The options of an op named `name` (which must outlive them): the kernel's op and factors.
+  kolo_op_options reduce_options(const std::string& name, kolo_done_fn fn, void* data) const {
+    kolo_op_options o = op_options(name, process_set_, fn, data);
+    o.reduce_op = op_;
+    o.prescale_factor = prescale_;
+    o.postscale_factor = postscale_;
+    return o;
+  }
+
   int op_ = KOLO_AVERAGE;
   float prescale_ = 1.0f, postscale_ = 1.0f;
 };
@@ -33,9 +42,10 @@ class AllreduceOp : public ReducingOp {
  public:
   using ReducingOp::ReducingOp;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    submit_same_shape(ctx, done, [&](const kolo_tensor* i, const kolo_tensor* o, kolo_done_fn fn, void* data) {
-      return kolo_allreduce_in_set_async(process_set_, name_.c_str(), i, o, op_, prescale_, postscale_,
-                                         KOLO_COMPRESSION_NONE, fn, data);
+    submit_same_shape(ctx, done, [&](const kolo_tensor* i, const kolo_tensor* o, kolo_done_fn fn, void* data,
+                                     kolo_handle* h) {
+      const kolo_op_options opts = reduce_options(name_, fn, data);
+      return kolo_allreduce(i, o, &opts, h);
     });
   }
 };
@@ -63,9 +73,9 @@ class GroupedAllreduceOp : public ReducingOp {
     for (int i = 0; i < n; ++i) {
       View in(ctx->input(i), at), out(*outs[i], at);
       const std::string name = name_ + "." + std::to_string(i);
-      submit([&](kolo_done_fn fn, void* data) {
-        return kolo_allreduce_in_set_async(process_set_, name.c_str(), &in.c, &out.c, op_, prescale_, postscale_,
-                                           KOLO_COMPRESSION_NONE, fn, data);
+      submit([&](kolo_done_fn fn, void* data, kolo_handle* h) {
+        const kolo_op_options opts = reduce_options(name, fn, data);
+        return kolo_allreduce(&in.c, &out.c, &opts, h);
       }, [group](int32_t code, const std::string& message, kolo_output*) { group->one_ended(code, message); });
     }
   }
@@ -113,9 +123,9 @@ class ReducescatterOp : public ReducingOp {
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &out), done);
     const Place at = place(ctx);
     View i(in, at), o(*out, at);
-    submit([&](kolo_done_fn fn, void* data) {
-      return kolo_reducescatter_in_set_async(process_set_, name_.c_str(), &i.c, &o.c, op_, prescale_, postscale_, fn,
-                                             data);
+    submit([&](kolo_done_fn fn, void* data, kolo_handle* h) {
+      const kolo_op_options opts = reduce_options(name_, fn, data);
+      return kolo_reducescatter(&i.c, &o.c, &opts, h);
     }, finisher(ctx, done));
   }
 };

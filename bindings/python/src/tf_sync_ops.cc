@@ -12,11 +12,16 @@ using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
 
+const std::string kNoName;  // join and barrier have names of their own
+
 class JoinOp : public AsyncOpKernel {
  public:
   using AsyncOpKernel::AsyncOpKernel;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    submit([](kolo_done_fn fn, void* data) { return kolo_join_async(fn, data); },
+    submit([](kolo_done_fn fn, void* data, kolo_handle* h) {
+             const kolo_op_options opts = op_options(kNoName, 0, fn, data);
+             return kolo_join(&opts, h);
+           },
            [ctx, done](int32_t code, const std::string& message, kolo_output* out) {
              absl::Status s = tf_status(code, message);
              Tensor* last = nullptr;
@@ -35,7 +40,10 @@ class BarrierOp : public AsyncOpKernel {
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const int set = process_set_;
-    submit([set](kolo_done_fn fn, void* data) { return kolo_barrier_in_set_async(set, fn, data); },
+    submit([set](kolo_done_fn fn, void* data, kolo_handle* h) {
+             const kolo_op_options opts = op_options(kNoName, set, fn, data);
+             return kolo_barrier(&opts, h);
+           },
            [ctx, done](int32_t code, const std::string& message, kolo_output*) {
              absl::Status s = tf_status(code, message);
              if (!s.ok()) ctx->SetStatus(s);
