@@ -56,7 +56,7 @@ def test_collectives_on_values(rank, size):
     assert numpy(kolo.allreduce(np.float32(rank), name="op", op=kolo.Sum)) == size * (size - 1) / 2
     half = numpy(kolo.allreduce(np.ones(4, np.float32), name="fp16", op=kolo.Sum, compression=kolo.Compression.fp16))
     assert half.dtype == np.float32 and half.tolist() == [float(size)] * 4
-    with pytest.raises(ValueError, match="supersedes average"):
+    with pytest.raises(ValueError, match="pass op or average, not both"):
         kolo.allreduce(1.0, name="both", average=True, op=kolo.Sum)
     np.testing.assert_array_equal(numpy(kolo.broadcast(np.arange(3) + rank, root_rank=size - 1, name="b")),
                                   np.arange(3) + size - 1)

@@ -49,8 +49,11 @@ def test_names_and_global_set(rank, size):
 def test_registering_and_removing(rank, size):
     if size < 2:
         pytest.skip("needs 2 ranks (a set of every rank is the global one)")
+    from kolo import _C
+    ids = sorted(_C.process_set_ids())
     with pytest.raises(kolo.KoloValueError, match="are the whole job: use the global process set"):
         kolo.add_process_set(range(size))
+    assert sorted(_C.process_set_ids()) == ids  # a refused set leaves nothing behind
     ps = kolo.add_process_set(kolo.ProcessSet([0]))
     assert ps.process_set_id >= 1
     assert (ps.size(), ps.rank(), ps.included()) == (1, 0 if rank == 0 else -1, rank == 0)
@@ -87,6 +90,21 @@ def test_a_refused_init_leaves_none_of_its_sets(rank, size):
         kolo.barrier()
         for ps in good:
             kolo.remove_process_set(ps)
+
+
+def test_shutdown_forgets_every_set(rank, size):
+    # The engine keeps the one registry: after shutdown a set's id means nothing, and the same
+    # ProcessSet registers again after the next init.
+    if size < 2:
+        pytest.skip("needs 2 ranks (a set of every rank is the global one)")
+    from kolo import _C
+    ps = kolo.add_process_set([0])
+    kolo.shutdown()
+    kolo.init()
+    assert ps.process_set_id is None and ps.size() is None and sorted(_C.process_set_ids()) == [0]
+    assert kolo.remove_process_set(ps) is False
+    assert kolo.add_process_set(ps) is ps and ps.process_set_id in _C.process_set_ids()
+    assert kolo.remove_process_set(ps)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])

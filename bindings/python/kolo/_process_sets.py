@@ -4,6 +4,10 @@ A ProcessSet is a subset of the job's ranks with an engine and communicators of 
 take it as ``process_set=`` and run among its members only. Registering (add_process_set, or
 init(process_sets=[...])) and removing are collective over the whole job: every rank makes the same
 calls in the same order. Ranks are job ranks throughout (a broadcast's root too).
+
+kolo's engine keeps the registry (its ids, kolo._C.process_set_ids()); Python keeps none that could
+disagree with it. A ProcessSet holds the id it was given and the engine's lifetime it was given in: after
+shutdown (or recovery in place) the engine's sets are gone, and so is the id's meaning.
 """
 from kolo import _core
 from kolo._core import _C
@@ -15,7 +19,8 @@ class ProcessSet:
 
     def __init__(self, ranks_or_comm):
         self.mpi_comm = None
-        self.process_set_id = None
+        self._id = None
+        self._lifetime = None
         if hasattr(ranks_or_comm, "Get_group"):  # an mpi4py communicator
             from mpi4py import MPI
             self.mpi_comm = ranks_or_comm
@@ -24,6 +29,15 @@ class ProcessSet:
                                                           MPI.COMM_WORLD.Get_group()))
         else:
             self.ranks = sorted(int(r) for r in ranks_or_comm)
+
+    @property
+    def process_set_id(self):
+        """The engine's id for the set; None before registration, after removal or after shutdown."""
+        return self._id if self._lifetime == _lifetime[0] else None
+
+    @process_set_id.setter
+    def process_set_id(self, set_id):
+        self._id, self._lifetime = set_id, _lifetime[0]
 
     def _invalidate(self):
         self.process_set_id = None
@@ -67,10 +81,13 @@ class _GlobalProcessSet(ProcessSet):
 
     def __init__(self):
         super().__init__([])
-        self.process_set_id = 0
+
+    @property
+    def process_set_id(self):
+        return 0  # the global set lives as long as kolo
 
     def _invalidate(self):
-        pass  # the global set lives as long as kolo
+        pass
 
     @property
     def ranks(self):
@@ -81,9 +98,11 @@ class _GlobalProcessSet(ProcessSet):
         pass
 
 
-global_process_set = _GlobalProcessSet()
+# Which of the engine's lifetimes (init to shutdown) this is: a set's id means something only in the
+# lifetime it was registered in. A count, not a registry: the engine's ids are the one registry.
+_lifetime = [0]
 
-_registered = {}  # id -> ProcessSet, the sets added through this module
+global_process_set = _GlobalProcessSet()
 
 
 def add_process_set(process_set):
@@ -96,7 +115,6 @@ def add_process_set(process_set):
     if code != _core.OK:
         raise _core.error_for(code, message)
     ps.process_set_id = set_id
-    _registered[set_id] = ps
     return ps
 
 
@@ -110,7 +128,6 @@ def remove_process_set(process_set):
     code, message = _C.remove_process_set(process_set.process_set_id)
     if code != _core.OK:
         raise _core.error_for(code, message)
-    _registered.pop(process_set.process_set_id, None)
     process_set._invalidate()
     return True
 
@@ -135,9 +152,7 @@ def register_at_init(process_sets):
 
 def forget_all():
     """At shutdown: every registered set becomes invalid, as its engine is gone."""
-    for ps in _registered.values():
-        ps._invalidate()
-    _registered.clear()
+    _lifetime[0] += 1
 
 
 def set_id(process_set, what="this op", *what_args):
@@ -161,5 +176,3 @@ def set_rank(process_set):
     """This rank's place in the set (a member's: ops run only on members)."""
     return _C.rank() if process_set is None or process_set.process_set_id == 0 else process_set.rank()
 
-
-NAMES = ("ProcessSet", "global_process_set", "add_process_set", "remove_process_set")

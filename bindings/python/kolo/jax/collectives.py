@@ -8,7 +8,6 @@ KoloError on failure; inside jit it is part of the compiled program and fails it
 JaxRuntimeError, whose message is kolo's.
 """
 import functools
-import itertools
 
 import jax
 import jax.numpy as jnp
@@ -16,18 +15,19 @@ import numpy as np
 
 from kolo import _core, _process_sets
 from kolo._core import KoloError, KoloValueError
+from kolo._policy.naming import Namer
+from kolo._policy.scaling import OP_NAMES as _OP_NAMES, Adasum, Average, Max, Min, Product, Sum  # noqa: F401
 from kolo._process_sets import global_process_set
 from kolo.jax import _ffi
 
-Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
-_OP_NAMES = {Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
 _SUPPORTED = tuple(jnp.dtype(t) for t in (jnp.uint8, jnp.int8, jnp.uint16, jnp.int16, jnp.int32, jnp.int64,
                                           jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64, jnp.bool_))
 _SUPPORTED_TEXT = "uint8, int8, uint16, int16, int32, int64, float16, bfloat16, float32, float64, bool"
-# Unnamed calls are numbered in call (or trace) order, which is the same on every rank running
-# the same program; pass name= where ranks could trace functions in different orders.
-_counter = itertools.count()
+# Unnamed calls are numbered per kind and process set in call (or trace) order (kolo._policy.naming),
+# which is the same on every rank running the same program; pass name= where ranks could trace
+# functions in different orders.
+_namer = Namer("jax")
 
 # XLA's status names, as the handlers map kolo's codes to them (src/jax_ffi.cc).
 _CODES = {"INVALID_ARGUMENT": _core.INVALID_ARGUMENT, "FAILED_PRECONDITION": _core.MISMATCH,
@@ -57,13 +57,13 @@ def _from_bits(leaf, dtype):
     return jax.lax.bitcast_convert_type(leaf, dtype)
 
 
-def _flatten(tree, name, op, moves_bytes=False):
+def _flatten(tree, name, op, process_set, moves_bytes=False):
     """The tree's leaves as arrays kolo takes, their names, and for each the dtype it was carried
     as bits for (None: unchanged)."""
     if not _core.is_initialized():
         raise ValueError("kolo is not initialized: call kolo.jax.init() before %s()" % op)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    base = "jax.%s.%d" % (op, next(_counter)) if name is None else str(name)
+    base = _namer.name(name, op, process_set)
     leaves, names, carried = [], [], []
     for path, leaf in pairs:
         leaf_name = base + jax.tree_util.keystr(path)
@@ -142,7 +142,7 @@ def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor
     Adasum (floating-point leaves, each combined with its own coefficients); bools reduce logically (Sum, Average, Max: or; Min, Product: and). The factors multiply before
     and after the reduction (integers: truncated; not for bools). process_set: the ranks it runs
     among (a registered ProcessSet; every rank by default)."""
-    _, leaves, names, _, treedef = _flatten(tree, name, "allreduce")
+    _, leaves, names, _, treedef = _flatten(tree, name, "allreduce", process_set)
     set_id = _process_sets.set_id(process_set, "allreduce of tensor '%s'" % (names[0] if names else name))
     if not leaves:
         return tree
@@ -190,7 +190,7 @@ def allgather(tree, name=None, process_set=global_process_set):
     that is not complex travels (as bits of the same width where kolo lacks it). Outside jit
     the ranks may give different row counts; inside jit the result's shape is fixed when the
     function is traced, so every rank must give the same shape."""
-    base, leaves, names, carried, treedef = _flatten(tree, name, "allgather", moves_bytes=True)
+    base, leaves, names, carried, treedef = _flatten(tree, name, "allgather", process_set, moves_bytes=True)
     if not leaves:
         return tree
     for leaf, leaf_name in zip(leaves, names):
@@ -221,7 +221,7 @@ def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_fa
     the result's rows: rank r gets kolo_reducescatter_rows(rows, r, size) rows, the first rows % size
     ranks one more. Every rank gives the same shape. Differentiable: the gradient is the allgather
     of the result's gradients, scaled as the forward was."""
-    _, leaves, names, _, treedef = _flatten(tree, name, "reducescatter")
+    _, leaves, names, _, treedef = _flatten(tree, name, "reducescatter", process_set)
     if not leaves:
         return tree
     if op not in (Sum, Average):
@@ -278,7 +278,7 @@ _scatter.defvjp(_scatter_forward, _scatter_backward)
 def broadcast(tree, root_rank=0, name=None, process_set=global_process_set):
     """Every leaf of `tree` as it is on `root_rank` (a job rank), on every rank (of the process set).
     Any dtype that is not complex travels (as bits of the same width where kolo lacks it)."""
-    _, leaves, names, carried, treedef = _flatten(tree, name, "broadcast", moves_bytes=True)
+    _, leaves, names, carried, treedef = _flatten(tree, name, "broadcast", process_set, moves_bytes=True)
     if not leaves:
         return tree
     if not 0 <= int(root_rank) < _core.size():

@@ -1,44 +1,18 @@
-"""Gradient compression for the trip across ranks, with Horovod's names: Compression.fp16
-sends floating-point gradients in 16 bits and gives them back in their own dtype."""
+"""Gradient compression (kolo._policy.compression's, made for Keras' casts), with Horovod's names:
+Compression.fp16 sends floating-point gradients in 16 bits and gives them back in their own dtype.
+The cast runs in Keras, around the collective (on either backend, as kolo.jax's and kolo.tensorflow's do)."""
 import keras
+
+from kolo._policy.compression import Compressor, NoneCompressor, compression  # noqa: F401
 
 _FLOATING = ("float16", "bfloat16", "float32", "float64")
 
 
-class NoneCompressor:
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+def _floating_dtype(tensor):
+    dtype = keras.backend.standardize_dtype(tensor.dtype)
+    return dtype if dtype in _FLOATING else None
 
 
-class _CastCompressor:
-    wire_dtype = None
-
-    @classmethod
-    def compress(cls, tensor):
-        dtype = keras.backend.standardize_dtype(tensor.dtype)
-        if dtype in _FLOATING and dtype != cls.wire_dtype:
-            return keras.ops.cast(tensor, cls.wire_dtype), dtype
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor if ctx is None else keras.ops.cast(tensor, ctx)
-
-
-class FP16Compressor(_CastCompressor):
-    wire_dtype = "float16"
-
-
-class BF16Compressor(_CastCompressor):
-    wire_dtype = "bfloat16"
-
-
-class Compression:
-    none = NoneCompressor
-    fp16 = FP16Compressor
-    bf16 = BF16Compressor
+Compression = compression(cast=keras.ops.cast, floating_dtype=_floating_dtype, fp16="float16", bf16="bfloat16",
+                          module=__name__)
+FP16Compressor, BF16Compressor = Compression.fp16, Compression.bf16

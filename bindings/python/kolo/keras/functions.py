@@ -4,20 +4,10 @@ each rank's losses (`kolo.allgather(losses)`). Each returns a value of the backe
 import numpy as np
 
 from kolo._core import ADASUM, AVERAGE, SUM, KoloValueError, INVALID_ARGUMENT, rank as _rank
+from kolo._policy.scaling import op_of
 from kolo._process_sets import global_process_set
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
-
-
-def _op_for(average, op, name):
-    """Horovod's rule: `op` supersedes the deprecated `average`; giving both is an error."""
-    if op is not None and average is not None:
-        raise ValueError("allreduce of '%s': the op parameter supersedes average; give only one of them" % (name,))
-    if op is not None:
-        return op
-    if average is not None:
-        return AVERAGE if average else SUM
-    return AVERAGE
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0, op=None,
@@ -25,7 +15,7 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
     """`value` reduced over the ranks: op Average (the default) or Sum (`average=False`, Horovod's
     older spelling, still works). The factors multiply before and after the reduction;
     compression (Compression.fp16, .bf16) applies to floating-point values for the trip."""
-    op = _op_for(average, op, name)
+    op = op_of(op, average)
     if op not in (AVERAGE, SUM, ADASUM):
         raise ValueError("kolo.keras.allreduce reduces with Average, Sum or Adasum, not op %r" % (op,))
     compressed, context = compression.compress(_as_tensor(value))

@@ -4,6 +4,7 @@ import keras
 
 from kolo import _core, _process_sets
 from kolo._core import ADASUM, AVERAGE, SUM
+from kolo._policy import scaling
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
 
@@ -59,10 +60,7 @@ class _Distributed:
             compressed, contexts = {}, {}
             for i in shared:
                 compressed[names[i]], contexts[names[i]] = kolo.compression.compress(grads[i])
-            pre, post = 1.0, 1.0
-            if kolo.op == AVERAGE and kolo.predivide != 1.0:
-                # Divide by the factor before summing and by size / factor after: smaller sums in 16 bits.
-                pre, post = 1.0 / kolo.predivide, kolo.predivide
+            pre, post = scaling.predivide(kolo.op, kolo.predivide)
             if self.gradient_accumulation_steps and not kolo.average_aggregated:
                 # Keras averages the N passes' gradients; Horovod's default sums them.
                 post *= self.gradient_accumulation_steps
@@ -113,8 +111,7 @@ def _make_distributed(optimizer, name, compression, op, gradient_predivide_facto
     _backend.require_supported_backend("DistributedOptimizer")
     if op not in (AVERAGE, SUM, ADASUM):
         raise ValueError("DistributedOptimizer reduces gradients with Average, Sum or Adasum, not op %r" % (op,))
-    if gradient_predivide_factor != 1.0 and op != AVERAGE:
-        raise ValueError("gradient_predivide_factor applies to op=Average only")
+    scaling.check_predivide(op, gradient_predivide_factor)
     optimizer.__class__ = _distributed_class(optimizer.__class__)
     optimizer._kolo = _Settings(name or "DistributedOptimizer.grads", compression, op, float(gradient_predivide_factor),
                                 bool(scale_local_gradients), bool(average_aggregated_gradients), process_set)

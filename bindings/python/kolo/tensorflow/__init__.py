@@ -23,12 +23,8 @@ from kolo import _frameworks
 
 _frameworks.require("tensorflow")  # before anything imports tensorflow: a clear error where it cannot
 
-from kolo._core import (QUERIES, HorovodInternalError, KoloError, KoloValueError, ccl_built, cross_rank, cross_size,
-                        cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
-                        local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
-                        rocm_built, shutdown, size, start_timeline, stop_timeline)
-from kolo._mesh import Mesh, mesh
-from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from kolo._policy.exports import *  # noqa: F401,F403 (the names every binding exports)
+from kolo._policy import exports as _exports
 from kolo.tensorflow.collectives import allreduce, grouped_allreduce, grouped_reducescatter, reducescatter
 from kolo.tensorflow.compression import Compression
 from kolo.tensorflow import util
@@ -37,25 +33,24 @@ from kolo.tensorflow.functions import (BroadcastGlobalVariablesHook, allgather_o
 from kolo.tensorflow import elastic  # noqa: E402 (Horovod's hvd.elastic)
 from kolo.tensorflow.util import _executing_eagerly  # horovod.tensorflow has it at the top, as hvd._executing_eagerly
 from kolo.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
-from kolo.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, alltoall, barrier, broadcast,
-                                     broadcast_, grouped_allgather, join, local_rank_op, local_size_op,
-                                     process_set_included_op, rank_op, size_op)
+from kolo.tensorflow.mpi_ops import (allgather, alltoall, barrier, broadcast, broadcast_, grouped_allgather, join,
+                                     local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
 
-__all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",
-           "cross_rank", "mpi_threads_supported", "is_homogeneous", "size_op", "local_size_op", "rank_op",
-           "local_rank_op", "process_set_included_op", "allreduce", "grouped_allreduce", "allgather",
-           "grouped_allgather", "broadcast", "broadcast_", "alltoall", "reducescatter", "grouped_reducescatter",
-           "join", "barrier", "Sum", "Average", "Min", "Max", "Product", "Adasum", "Compression",
-           "broadcast_variables", "broadcast_object", "allgather_object", "DistributedGradientTape", "ProcessSet",
-           "global_process_set", "add_process_set", "remove_process_set", "mesh", "Mesh", "KoloError",
-           "KoloValueError", "HorovodInternalError", "DistributedOptimizer", "SyncBatchNormalization",
-           "PartialDistributedGradientTape", "broadcast_object_fn", "broadcast_global_variables",
-           "BroadcastGlobalVariablesHook", "elastic"] + list(QUERIES)
+# Keras' pieces of horovod.tensorflow: Keras code lives under kolo.keras, which has them.
+_KERAS_PARTS = ("DistributedOptimizer", "SyncBatchNormalization")
+
+# The shared names, then what every binding supplies itself (exports.PER_BINDING), then this one's own.
+__all__ = _exports.__all__ + ["allreduce", "allgather", "broadcast", "reducescatter", "Compression", "broadcast_object",
+                              "allgather_object", "elastic"] + [
+    "size_op", "local_size_op", "rank_op", "local_rank_op", "process_set_included_op", "grouped_allreduce",
+    "grouped_allgather", "broadcast_", "alltoall", "grouped_reducescatter", "join", "barrier", "broadcast_variables",
+    "DistributedGradientTape", "PartialDistributedGradientTape", "broadcast_object_fn", "broadcast_global_variables",
+    "BroadcastGlobalVariablesHook", "DistributedOptimizer", "SyncBatchNormalization"]
 
 
 def __getattr__(name):
-    # The Keras pieces import Keras (its TensorFlow backend) only when asked for.
-    if name in ("DistributedOptimizer", "SyncBatchNormalization"):
-        from kolo.tensorflow import keras_parts
-        return getattr(keras_parts, name)
+    # Imported only when asked for: they import Keras (its TensorFlow backend) and kolo.keras.
+    if name in _KERAS_PARTS:
+        from kolo.keras import tensorflow_parts
+        return getattr(tensorflow_parts, name)
     raise AttributeError("module 'kolo.tensorflow' has no attribute %r" % name)

@@ -19,7 +19,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     op = _op_of(op, average)
     if isinstance(tensor, tf.IndexedSlices):
         _check_sparse(op, prescale_factor, postscale_factor)
-        base = mpi_ops._name(name, "allreduce")
+        base = mpi_ops._name(name, "allreduce", process_set)
         values = mpi_ops.allgather(tensor.values, name=base + ".values", process_set=process_set)
         indices = mpi_ops.allgather(tensor.indices, name=base + ".indices", process_set=process_set)
         if op == Average:
@@ -48,7 +48,7 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", 
     op = _op_of(op, average)
     if any(isinstance(t, tf.IndexedSlices) for t in tensors):
         _check_sparse(op, prescale_factor, postscale_factor)  # before any is enqueued
-    base = mpi_ops._name(name, "allreduce")
+    base = mpi_ops._name(name, "allreduce", process_set)
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
     packed = [compression.compress(tf.convert_to_tensor(tensors[i])) for i in dense]
     reduced = mpi_ops._grouped_allreduce([c for c, _ in packed], base, op, prescale_factor, postscale_factor,
@@ -74,7 +74,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=Aver
 
 def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0, name=None):
-    names = mpi_ops._group_names(name, len(tensors), "reducescatter")
+    names = mpi_ops._group_names(name, len(tensors), "reducescatter", process_set)
     return [reducescatter(t, compression=compression, op=op, name=n, process_set=process_set,
                           prescale_factor=prescale_factor, postscale_factor=postscale_factor)
             for t, n in zip(tensors, names)]

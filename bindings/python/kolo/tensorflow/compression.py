@@ -1,41 +1,11 @@
-"""Gradient compression for the trip across ranks, Horovod's names: Compression.fp16 (and kolo's bf16)
-send floating-point tensors in 16 bits and give them back in their own dtype."""
+"""Gradient compression (kolo._policy.compression's, made for TensorFlow's casts): Compression.fp16 (and
+kolo's bf16) send floating-point tensors in 16 bits and give them back in their own dtype. kolo's
+TensorFlow ops carry no compression to the engine, so the cast runs in TensorFlow, around the op."""
 import tensorflow as tf
 
+from kolo._policy.compression import Compressor, NoneCompressor, compression  # noqa: F401
 
-class NoneCompressor:
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
-
-class _CastCompressor:
-    wire_dtype = None
-
-    @classmethod
-    def compress(cls, tensor):
-        if tensor.dtype.is_floating and tensor.dtype != cls.wire_dtype:
-            return tf.cast(tensor, cls.wire_dtype), tensor.dtype
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor if ctx is None else tf.cast(tensor, ctx)
-
-
-class FP16Compressor(_CastCompressor):
-    wire_dtype = tf.float16
-
-
-class BF16Compressor(_CastCompressor):
-    wire_dtype = tf.bfloat16
-
-
-class Compression:
-    none = NoneCompressor
-    fp16 = FP16Compressor
-    bf16 = BF16Compressor
+Compression = compression(cast=tf.cast,
+                          floating_dtype=lambda tensor: tensor.dtype if tensor.dtype.is_floating else None,
+                          fp16=tf.float16, bf16=tf.bfloat16, module=__name__)
+FP16Compressor, BF16Compressor = Compression.fp16, Compression.bf16

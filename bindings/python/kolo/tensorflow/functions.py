@@ -1,20 +1,16 @@
 """Bringing every rank to the same state: variables and arbitrary Python objects."""
-import itertools
-
 import tensorflow as tf
 
 from kolo import _host_objects
 from kolo._process_sets import global_process_set
 from kolo.tensorflow import mpi_ops
 
-_calls = itertools.count()
-
 
 def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=False):
     """Sets every variable to its value on root_rank (after the first step, or before training), in
     one request of as many broadcasts. Works eagerly and inside tf.function."""
     variables = list(variables)
-    base = "broadcast_variables.%d" % next(_calls)
+    base = mpi_ops._name(None, "broadcast_variables", process_set)
     assigns = [v.assign(mpi_ops.broadcast(v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v),
                                           root_rank, name="%s.%d" % (base, i), process_set=process_set))
                for i, v in enumerate(variables)]

@@ -3,7 +3,8 @@ gradient() returns the gradients reduced across ranks (averaged by default): eve
 allreduce is enqueued as soon as it is asked for, and kolo fuses them into few collectives."""
 import tensorflow as tf
 
-from kolo import _core, _process_sets
+from kolo import _process_sets
+from kolo._policy import grouping, scaling
 from kolo._process_sets import global_process_set
 from kolo.tensorflow import collectives
 from kolo.tensorflow.compression import Compression
@@ -56,9 +57,7 @@ class _DistributedGradientTape:
             return grads  # outside the set (or alone in it): this rank's own gradients, as in Horovod
         flat_sources = tf.nest.flatten(sources)
         flat = tf.nest.flatten(grads, expand_composites=False)
-        pre, post = 1.0, 1.0
-        if self._op == Average and self._predivide != 1.0:
-            pre, post = 1.0 / self._predivide, self._predivide  # smaller sums in 16 bits
+        pre, post = scaling.predivide(self._op, self._predivide)
         reduced, shared = [], []  # shared: (index, gradient, source) of what the ranks reduce
         for i, (g, source) in enumerate(zip(flat, flat_sources)):
             if g is None:
@@ -74,7 +73,8 @@ class _DistributedGradientTape:
                 g = tf.convert_to_tensor(g)
             reduced.append(None)
             shared.append((i, g, source))
-        for k, group in enumerate(_split(shared, self._groups)):
+        # Horovod's groups: each gradient alone, consecutive groups, or a group per list of variables.
+        for k, group in enumerate(grouping.split_by(shared, self._groups, key=lambda entry: id(entry[2]))):
             if len(group) == 1:
                 i, g, source = group[0]
                 reduced[i] = collectives.allreduce(g, compression=self._compression, op=self._op, prescale_factor=pre,
@@ -87,23 +87,6 @@ class _DistributedGradientTape:
             for (i, _, _), out in zip(group, outs):
                 reduced[i] = out
         return tf.nest.pack_sequence_as(grads, reduced)
-
-
-def _split(shared, groups):
-    """The gradients to reduce, as Horovod groups them: each alone (groups None or 0); `groups`
-    consecutive groups of near-equal counts (an int); or a group per list of variables, the rest alone
-    (a list of lists of variables)."""
-    if not groups:
-        return [[entry] for entry in shared]
-    if isinstance(groups, int):
-        return _core.split_list(shared, groups)
-    by_source = {id(source): (i, g, source) for i, g, source in shared}
-    out = []
-    for variables in groups:
-        group = [by_source.pop(id(v)) for v in variables if id(v) in by_source]
-        if group:
-            out.append(sorted(group, key=lambda entry: entry[0]))
-    return out + [[entry] for entry in sorted(by_source.values(), key=lambda entry: entry[0])]
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
@@ -120,8 +103,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compres
     device_sparse are accepted: kolo places work by the tensors' devices. A rank outside process_set
     keeps its own gradients."""
     _process_sets.set_id(process_set, "DistributedGradientTape")  # registered, or a clear error now
-    if gradient_predivide_factor != 1.0 and op != Average:
-        raise ValueError("gradient_predivide_factor applies to op=Average only")
+    scaling.check_predivide(op, gradient_predivide_factor)
     if groups is None and num_groups:
         groups = num_groups
     if not (groups is None or isinstance(groups, list) or (isinstance(groups, int) and groups >= 0)):

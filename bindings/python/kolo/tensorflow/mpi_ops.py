@@ -2,17 +2,19 @@
 signatures, and their gradients (the formulas kolo.torch uses). They run eagerly and inside
 tf.function. Errors are TensorFlow's (tf.errors.*), their message kolo's ("kolo: tensor 'x' ...").
 
-Ops without a name are numbered per process, in call order (eagerly) or trace order (tf.function):
-the same on every rank running the same program; pass name= where ranks could trace in different
-orders.
+Ops without a name are numbered per kind and process set, in call order (eagerly) or trace order
+(tf.function), as kolo._policy.naming numbers them: the same on every rank running the same program;
+pass name= where ranks could trace in different orders.
 """
-import itertools
 import os
 
 import tensorflow as tf
 
 from kolo import _core, _process_sets
-from kolo._core import KoloError, KoloValueError
+from kolo._core import KoloValueError
+from kolo._policy import scaling
+from kolo._policy.naming import Namer
+from kolo._policy.scaling import OP_NAMES as _OP_NAMES, Adasum, Average, Max, Min, Product, Sum  # noqa: F401
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set  # noqa: F401
 
 _LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kolo_tf_ops.so")
@@ -36,19 +38,17 @@ try:
 except (ImportError, AttributeError):  # pragma: no cover - another TensorFlow: program order, correct but slower
     pass
 
-Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 _SUPPORTED = (tf.uint8, tf.int8, tf.uint16, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32,
               tf.float64, tf.bool)
-_counter = itertools.count()
+_namer = Namer("tf")
 
 
 def _rank():
     return _core.rank() if _core.is_initialized() else -1
 
 
-def _name(name, kind):
-    return "tf.%s.%d" % (kind, next(_counter)) if name is None else str(name)
+def _name(name, kind, process_set=None):
+    return _namer.name(name, kind, process_set)
 
 
 def _check(tensor, name, kind, rows=False):
@@ -62,7 +62,7 @@ def _check(tensor, name, kind, rows=False):
     return tensor
 
 
-_op_of = _core.op_of
+_op_of = scaling.op_of
 
 
 def _set_place(set_id):
@@ -82,7 +82,7 @@ def _temp_set(set_id):
 # ---- the raw ops ---------------------------------------------------------------------------------
 
 def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
-    name = _name(name, "allreduce")
+    name = _name(name, "allreduce", process_set)
     tensor = _check(tensor, name, "allreduce")
     if op not in _OP_NAMES:
         raise KoloValueError("allreduce of tensor '%s' on rank %d: unknown op %r" % (name, _rank(), op),
@@ -96,9 +96,7 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
 def _allreduce_grad(op, grad):
     """The allreduce of the gradients, same op and scaling (Sum and Average)."""
     reduce_op = op.get_attr("reduce_op")
-    if reduce_op not in (Sum, Average):
-        raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
-                        % _OP_NAMES.get(reduce_op, reduce_op))
+    scaling.check_differentiable(reduce_op)
     return _ops.kolo_allreduce(grad, tensor_name=_attr_name(op) + ".grad", reduce_op=reduce_op,
                                prescale_factor=op.get_attr("prescale_factor"),
                                postscale_factor=op.get_attr("postscale_factor"),
@@ -109,7 +107,7 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
                        process_set=global_process_set):
     """One op reducing every tensor of `tensors` (tensor i named "<name>.<i>"): they reach kolo together
     and TensorFlow waits for one completion, as Horovod's grouped allreduce."""
-    name = _name(name, "allreduce")
+    name = _name(name, "allreduce", process_set)
     tensors = [_check(t, "%s.%d" % (name, i), "allreduce") for i, t in enumerate(tensors)]
     if op not in _OP_NAMES:
         raise KoloValueError("allreduce of tensors '%s.*' on rank %d: unknown op %r" % (name, _rank(), op),
@@ -126,9 +124,7 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
 def _grouped_allreduce_grad(op, *grads):
     """The grouped allreduce of the gradients, same op and scaling (Sum and Average)."""
     reduce_op = op.get_attr("reduce_op")
-    if reduce_op not in (Sum, Average):
-        raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
-                        % _OP_NAMES.get(reduce_op, reduce_op))
+    scaling.check_differentiable(reduce_op)
     # An output nothing depended on has no gradient; every rank still sends its share (zeros).
     grads = [tf.zeros_like(out) if g is None else g for g, out in zip(grads, op.outputs)]
     return _ops.kolo_grouped_allreduce(grads, tensor_name=_attr_name(op) + ".grad", reduce_op=reduce_op,
@@ -145,7 +141,7 @@ def _attr_name(op):
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Every rank's `tensor` concatenated along the first dimension (which may differ per rank), in
     rank order. Gradient: this rank's rows of the gradients averaged over the ranks (Horovod's)."""
-    name = _name(name, "allgather")
+    name = _name(name, "allgather", process_set)
     tensor = _check(tensor, name, "allgather", rows=True)
     return _ops.kolo_allgather(tensor, tensor_name=name,
                                process_set_id=_process_sets.set_id(process_set, "allgather of tensor '%s'" % name))
@@ -164,14 +160,14 @@ def _allgather_grad(op, grad):
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Allgathers of several tensors, enqueued together (kolo negotiates them in one round)."""
-    names = _group_names(name, len(tensors), "allgather")
+    names = _group_names(name, len(tensors), "allgather", process_set)
     return [allgather(t, n, process_set=process_set) for t, n in zip(tensors, names)]
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set):
     """`root_rank`'s `tensor` (a job rank, in the process set) on every rank. Gradient: the gradients
     averaged over the ranks at the root, zero elsewhere (Horovod's)."""
-    name = _name(name, "broadcast")
+    name = _name(name, "broadcast", process_set)
     tensor = _check(tensor, name, "broadcast")
     return _ops.kolo_broadcast(tensor, tensor_name=name, root_rank=int(root_rank),
                                process_set_id=_process_sets.set_id(process_set, "broadcast of tensor '%s'" % name))
@@ -188,7 +184,7 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """Sets each of `variables` to its value on root_rank, in place; returns them (in a TensorFlow 1
     graph, tensors that do the assignment when the session runs them, as Horovod's)."""
     variables = list(variables) if isinstance(variables, (list, tuple)) else [variables]
-    base = _name(name, "broadcast_")
+    base = _name(name, "broadcast_", process_set)
     assigned = [v.assign(broadcast(v.read_value() if hasattr(v, "read_value") else v, root_rank,
                                    "%s.%d" % (base, i), process_set=process_set))
                 for i, v in enumerate(variables)]
@@ -199,7 +195,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
     """Rows splits[r] of `tensor` go to rank r of the set (evenly without splits); returns the rows
     received, and with splits given also how many came from each rank (Horovod's). Gradient: an
     alltoall back with the received splits."""
-    name = _name(name, "alltoall")
+    name = _name(name, "alltoall", process_set)
     tensor = _check(tensor, name, "alltoall", rows=True)
     splits_ = tf.convert_to_tensor(splits) if splits is not None else tf.constant([], dtype=tf.int32)
     output, received = _ops.kolo_alltoall(tensor, splits_, tensor_name=name, process_set_id=_process_sets.set_id(
@@ -216,7 +212,7 @@ def _alltoall_grad(op, grad, _received_grad):
 
 def _reducescatter(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
                    process_set=global_process_set):
-    name = _name(name, "reducescatter")
+    name = _name(name, "reducescatter", process_set)
     tensor = _check(tensor, name, "reducescatter", rows=True)
     if op not in (Sum, Average):
         raise KoloValueError("reducescatter of tensor '%s' on rank %d: reduces with Average or Sum, not op %r"
@@ -239,8 +235,8 @@ def _reducescatter_grad(op, grad):
     return gathered * tf.cast(scale, gathered.dtype) if scale != 1.0 else gathered
 
 
-def _group_names(name, count, kind):
-    base = _name(name, kind)
+def _group_names(name, count, kind, process_set=None):
+    base = _name(name, kind, process_set)
     return ["%s.%d" % (base, i) for i in range(count)]
 
 

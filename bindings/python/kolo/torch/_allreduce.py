@@ -2,12 +2,14 @@
 import torch
 
 from kolo import _core
-from kolo._core import KoloError, _C
+from kolo._core import _C
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
 from kolo.torch._descriptors import _describe, _name
 from kolo.torch._handles import _add, _group_handle, _group_names, synchronize
-from kolo.torch._reduce_ops import _OP_NAMES, Adasum, Average, Sum, _op_of
+from kolo._policy.compression import engine_compression
+from kolo._policy.scaling import check_differentiable
+from kolo.torch._reduce_ops import Adasum, _op_of
 
 
 def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
@@ -66,9 +68,7 @@ class _Allreduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        if ctx.op not in (Sum, Average):
-            raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
-                            % _OP_NAMES.get(ctx.op, ctx.op))
+        check_differentiable(ctx.op)
         grad = synchronize(allreduce_async(grad_output.contiguous(), op=ctx.op, prescale_factor=ctx.prescale,
                                            postscale_factor=ctx.postscale, process_set=ctx.process_set,
                                            _compression=ctx.compression))
@@ -82,9 +82,9 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     compression (e.g. Compression.fp16) is applied on the way into the collective and undone on the
     way out.
     """
-    from kolo.torch.compression import Compression, engine_compression
+    from kolo.torch.compression import Compression
     compression = compression or Compression.none
-    code = engine_compression(compression, tensor)
+    code = engine_compression(compression, tensor.dtype == torch.float32)
     if code is not None and _op_of(op, average) == Adasum and code != _core.COMPRESSION_NONE:
         code = None  # Adasum combines in the tensor's own dtype: the cast happens here, as in Horovod
     if code is not None:  # kolo casts in its pack and unpack
@@ -129,9 +129,7 @@ class _GroupedAllreduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if ctx.op not in (Sum, Average):
-            raise KoloError("the gradient of an allreduce with op %s is not defined; use Sum or Average"
-                            % _OP_NAMES.get(ctx.op, ctx.op))
+        check_differentiable(ctx.op)
         reduced = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=ctx.op,
                                                       prescale_factor=ctx.prescale, postscale_factor=ctx.postscale,
                                                       process_set=ctx.process_set))

@@ -1,12 +1,3 @@
-"""kolo's reduce ops, with Horovod's names."""
-from kolo import _core
-
-Sum = _core.SUM
-Average = _core.AVERAGE
-Min = _core.MIN
-Max = _core.MAX
-Product = _core.PRODUCT
-Adasum = _core.ADASUM  # adaptive summation (floating-point tensors); see DistributedOptimizer for its use
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
-
-_op_of = _core.op_of
+"""kolo's reduce ops, with Horovod's names (kolo._policy.scaling's, under the names kolo.torch's modules use)."""
+from kolo._policy.scaling import OP_NAMES as _OP_NAMES, Adasum, Average, Max, Min, Product, Sum  # noqa: F401
+from kolo._policy.scaling import op_of as _op_of  # noqa: F401

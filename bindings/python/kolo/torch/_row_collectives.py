@@ -3,13 +3,14 @@ reducescatter, and the allreduce of a sparse tensor (an allgather of its indices
 import torch
 
 from kolo import _core
-from kolo._core import KoloError, KoloValueError, _C
+from kolo._core import KoloValueError, _C
+from kolo._policy.scaling import check_differentiable
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id, set_rank as _set_rank, set_size as _set_size
 from kolo.torch._allreduce import allreduce_async, grouped_allreduce_async
 from kolo.torch._descriptors import _describe, _name, _wrap_output
 from kolo.torch._handles import _add, _composite_handle, _group_handle, _group_names, synchronize
-from kolo.torch._reduce_ops import _OP_NAMES, Average, Sum
+from kolo.torch._reduce_ops import Average, Sum
 
 
 # ---- allgather ------------------------------------------------------------------------------------
@@ -148,9 +149,7 @@ class _Reducescatter(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        if ctx.op not in (Sum, Average):
-            raise KoloError("the gradient of a reducescatter with op %s is not defined; use Sum or Average"
-                            % _OP_NAMES.get(ctx.op, ctx.op))
+        check_differentiable(ctx.op, "a reducescatter")
         grad = synchronize(allgather_async(grad_output.contiguous(), process_set=ctx.process_set))
         # Horovod's formula: the gathered gradients, times the set's size for Sum (not for Average).
         scale = ctx.scale * (_set_size(ctx.process_set) if ctx.op == Sum else 1)

@@ -1,10 +1,9 @@
 """Bringing every rank to the same state: parameters, optimizer state, arbitrary objects."""
-import io
-import pickle
 from collections.abc import Mapping
 
 import torch
 
+from kolo._policy.objects import ObjectCollectives
 from kolo.torch import mpi_ops
 
 
@@ -32,38 +31,18 @@ def broadcast_parameters(params, root_rank, process_set=mpi_ops.global_process_s
         mpi_ops.synchronize(h)
 
 
-def broadcast_object(obj, root_rank=0, name=None, process_set=mpi_ops.global_process_set):
-    """Root's `obj` (anything pickle takes) on every rank (of the process set)."""
-    name = name or type(obj).__name__
-    if mpi_ops.rank() == root_rank:
-        buffer = io.BytesIO()
-        pickle.dump(obj, buffer)
-        data = torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
-        length = torch.tensor([data.numel()], dtype=torch.int64)
-    else:
-        length = torch.zeros(1, dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name="broadcast_object.%s.size" % name, process_set=process_set)
-    if mpi_ops.rank() != root_rank:
-        data = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(data, root_rank, name="broadcast_object.%s.data" % name, process_set=process_set)
-    if mpi_ops.rank() == root_rank:
-        return obj
-    return pickle.loads(data.numpy().tobytes())
+def _broadcast_bytes(array, name, root_rank, process_set):
+    return mpi_ops.broadcast_(torch.from_numpy(array), root_rank, name=name, process_set=process_set).numpy()
 
 
-def allgather_object(obj, name=None, process_set=mpi_ops.global_process_set):
-    """Every rank's `obj` (anything pickle takes), as a list in rank order (of the process set)."""
-    name = name or type(obj).__name__
-    payload = pickle.dumps(obj)
-    data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
-    sizes = mpi_ops.allgather(torch.tensor([data.numel()], dtype=torch.int64), name="allgather_object.%s.sizes" % name,
-                              process_set=process_set)
-    gathered = mpi_ops.allgather(data, name="allgather_object.%s.data" % name, process_set=process_set)
-    out, offset = [], 0
-    for n in sizes.tolist():
-        out.append(pickle.loads(gathered[offset:offset + n].numpy().tobytes()))
-        offset += n
-    return out
+def _allgather_bytes(array, name, process_set):
+    return mpi_ops.allgather(torch.from_numpy(array), name=name, process_set=process_set).numpy()
+
+
+# kolo._policy.objects's, over torch tensors (on this rank's CPU).
+_objects = ObjectCollectives(_broadcast_bytes, _allgather_bytes)
+broadcast_object = _objects.broadcast_object
+allgather_object = _objects.allgather_object
 
 
 def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_ops.global_process_set):

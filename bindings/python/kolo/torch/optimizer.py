@@ -7,7 +7,9 @@ import torch
 from kolo.torch import mpi_ops
 from kolo.torch.adasum_optimizer import _DistributedAdasumOptimizer
 from kolo import _core
-from kolo.torch.compression import Compression, engine_compression
+from kolo._policy import grouping, scaling
+from kolo._policy.compression import engine_compression
+from kolo.torch.compression import Compression
 
 # torch 2.1 added a hook that runs once a parameter's gradient has been accumulated; older torch
 # (Debian's 1.13) gets the same moment from a hook on the gradient's AccumulateGrad node.
@@ -28,8 +30,7 @@ class _DistributedOptimizer:
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
         self._op = op
-        if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
-            raise ValueError("gradient_predivide_factor applies to op=Average only")
+        scaling.check_predivide(op, gradient_predivide_factor)
         self._predivide = gradient_predivide_factor
         self._passes = backward_passes_per_step
 
@@ -109,17 +110,12 @@ class _DistributedOptimizer:
             # Reduced dense, and made sparse again for the update (SparseAdam takes sparse ones only).
             grad = grad.to_dense()
             self._densified.add(p)
-        code = engine_compression(self._compression, grad)
+        code = engine_compression(self._compression, grad.dtype == torch.float32)
         if code is None:
             compressed, ctx = self._compression.compress(grad)
         else:  # kolo compresses in its pack and unpack: the gradient is reduced where it lies
             compressed, ctx = grad, None
-        # With Average: divide by the predivide factor before summing, and by size / factor after,
-        # so large sums of half-precision gradients stay in range.
-        if self._op == mpi_ops.Average:
-            pre, post = 1.0 / self._predivide, self._predivide
-        else:
-            pre, post = 1.0, 1.0
+        pre, post = scaling.predivide(self._op, self._predivide)
         handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op,
                                           prescale_factor=pre, postscale_factor=post, process_set=self._process_set,
                                           _compression=_core.COMPRESSION_NONE if code is None else code)
@@ -208,7 +204,7 @@ def _groups_of(groups, all_params):
     if isinstance(groups, int):
         if groups < 0:
             raise ValueError("num_groups must be positive, got %d" % groups)
-        groups = _core.split_list(all_params, groups)
+        groups = grouping.split_list(all_params, groups)
     known = set(all_params)
     group_of = {}
     for group in groups:
@@ -248,8 +244,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     methods = {k: v for k, v in mixin.__dict__.items() if k not in ("__dict__", "__weakref__")}
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
     if op == mpi_ops.Adasum:
-        if gradient_predivide_factor != 1.0:
-            raise ValueError("gradient_predivide_factor applies to op=Average only")
+        scaling.check_predivide(op, gradient_predivide_factor)
         distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
                           process_set)
     else:

@@ -1,10 +1,12 @@
 """horovod.tensorflow's Keras pieces on Keras 3's TensorFlow backend: DistributedOptimizer (for Keras
-optimizers; kolo.keras's, with horovod.tensorflow's signature) and SyncBatchNormalization."""
+optimizers; kolo.keras's, with horovod.tensorflow's signature) and SyncBatchNormalization. Keras code
+lives under kolo.keras only; kolo.tensorflow hands these two names out from here when asked for them."""
 import keras
 import tensorflow as tf
 
 from kolo import _process_sets
 from kolo._process_sets import global_process_set
+from kolo.keras.optimizer import DistributedOptimizer as keras_optimizer
 from kolo.tensorflow import mpi_ops
 from kolo.tensorflow.compression import Compression
 from kolo.tensorflow.mpi_ops import Average, Sum
@@ -19,7 +21,6 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         raise ValueError("kolo.tensorflow.DistributedOptimizer wraps Keras optimizers (keras.optimizers.*); for a "
                          "custom loop use DistributedGradientTape. Got %s" % type(optimizer).__name__)
-    from kolo.keras.optimizer import DistributedOptimizer as keras_optimizer
     return keras_optimizer(optimizer, name=name, device_dense=device_dense, device_sparse=device_sparse,
                            compression=compression, sparse_as_dense=sparse_as_dense,
                            gradient_predivide_factor=gradient_predivide_factor, op=op,
