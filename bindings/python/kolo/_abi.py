@@ -11,7 +11,8 @@ except ImportError as e:  # pragma: no cover - a broken install, reported clearl
         "tree), or build it (.ci/setup) and put build/python on PYTHONPATH." % e) from e
 
 # Status codes, as in include/kolo/c_api.h.
-OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT, PEERS_FAILED = range(9)
+(OK, INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH, ABORTED, INTERNAL, UNSUPPORTED, TIMEOUT, PEERS_FAILED,
+ UNKNOWN_HANDLE) = range(10)
 
 # Reduce ops, as in include/kolo/c_api.h.
 SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM = range(6)

@@ -29,8 +29,8 @@ class Handles:
         self._lock = threading.Lock()
 
     def add(self, handle, keep, finish, stream=None):
-        # A call rejected at once comes back as a handle that has already failed: raise now, as
-        # the call itself was wrong.
+        # A call refused at once raised in the extension; an op that has already failed here (the
+        # engine ended it before it was recorded) raises now too, as it would have at once.
         if _C.poll(handle) == 1:
             code, message, output = _C.wait(handle)
             if code != OK:

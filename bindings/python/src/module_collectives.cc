@@ -52,12 +52,12 @@ kolo_op_options reduce_options(const std::string& name, int32_t op, double presc
 }
 
 // The handle of an enqueued op. A call kolo refused at once raises here, with the exception and
-// message kolo's Python gives a failed op (kolo._core.error_for), as waiting for it would have.
+// message kolo's Python gives a failed op (kolo._errors.error_for), as waiting for it would have.
 // handle by reference: read after the entry point (an argument beside it) has written it.
 kolo_handle started(int32_t code, const kolo_handle& handle) {
   if (code == KOLO_OK) return handle;
   const std::string message = kolo_last_error();
-  py::object error = py::module_::import("kolo._core").attr("error_for")(code, message);
+  py::object error = py::module_::import("kolo._errors").attr("error_for")(code, message);
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
   throw py::error_already_set();
 }
