@@ -4,7 +4,7 @@
 // grid's best point, the setting kept, kolo's defaults and one MPI_Allreduce of all bytes, alternated.
 //
 //   mpirun -np 2 build/benchmarks/autotune_allreduce
-//   tests/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4 \
+//   tests/system/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4 \
 //       -H ...:2,...:2 build/benchmarks/autotune_allreduce --fusion-mib 16,64,128 --segment-mib 4,32 \
 //       --steps-per-sample 2 --max-samples 12'
 #include <mpi.h>

@@ -1,9 +1,9 @@
 // ResNet-50's gradient set reduced across hosts: kolo flat, kolo hierarchical and one MPI_Allreduce,
 // in one run, with the bytes that crossed between hosts (read from each host's interface counters)
 // and the time, each against the least an allreduce must send across and the time that takes at the
-// link's rate. Meant for the emulated cluster (tests/cluster/cluster.sh with --rate-mbit):
+// link's rate. Meant for the emulated cluster (tests/system/cluster/cluster.sh with --rate-mbit):
 //
-//   tests/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4
+//   tests/system/cluster/cluster.sh --rate-mbit 1000 -- sh -c 'mpirun $CLUSTER_MPIRUN_ARGS -np 4
 //       -H ...:2,...:2 build/benchmarks/cluster_allreduce --interface eth0 --link-gbit 1'
 //
 // An allreduce of S bytes over H hosts must send at least 2S(H-1)/H out of every host (each host's

@@ -1,6 +1,6 @@
 """How long elastic training takes to go on after a failure, in place (Open MPI 5's ULFM, no process
 restarted) beside the restart path (any MPI, kolorun restarts the workers), in the same run: 3 ranks
-train tests/elastic/elastic_digits.py and rank 2 is killed before step 10 (or frozen, in place only:
+train tests/system/elastic/elastic_digits.py and rank 2 is killed before step 10 (or frozen, in place only:
 found by ULFM's detector, 4 s here). Reports, per run, the time from the event to the job training
 again on 2 ranks, and for in place the part that is kolo's own (restore, shrink, restart and sync,
 as the survivors print it); the rest is detection.
@@ -15,8 +15,8 @@ import statistics
 import sys
 import tempfile
 
-tests = pathlib.Path(__file__).resolve().parents[1] / "tests"
-sys.path.insert(0, str(tests / "in_place"))
+tests = pathlib.Path(__file__).resolve().parents[1] / "tests" / "system"
+sys.path.insert(0, str(tests / "elastic_in_place"))
 sys.path.insert(0, str(tests / "elastic"))
 import test_elastic  # noqa: E402 (its run_job starts the restart path's job as the tests do)
 import test_in_place  # noqa: E402

@@ -1,6 +1,6 @@
 """How long the restart path of elastic training takes, end to end: from a rank's SIGKILL (3 ranks, its
 host leaving the discovery script's list) to the job training again on 2, and from a new slot appearing
-(2 ranks) to the job training on 3. Runs tests/elastic/elastic_digits.py under kolorun in elastic mode
+(2 ranks) to the job training on 3. Runs tests/system/elastic/elastic_digits.py under kolorun in elastic mode
 and reads the timestamps it prints.
 
     KOLO_BUILD_DIR=build python3 benchmarks/elastic_restart.py [--runs 3]
@@ -11,7 +11,7 @@ import re
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "elastic"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "system" / "elastic"))
 import test_elastic  # noqa: E402 (its run_job starts the job as the tests do)
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

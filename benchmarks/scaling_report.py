@@ -5,7 +5,7 @@
 
 Measured (benchmarks/synthetic_step: ResNet-50's gradients, compute emulated by sleeping so that the
 CPUs carry only the traffic): 1, 2 and 4 ranks on this host, and 2 emulated hosts x 2 ranks
-(tests/cluster/cluster.sh; needs root, else that point is left out and the report says so). Each
+(tests/system/cluster/cluster.sh; needs root, else that point is left out and the report says so). Each
 run also measures communication alone (no compute), and cluster_allreduce measures the cross-host
 allreduce against its bound on links capped at --bound-rate-mbit.
 
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER = ROOT / "tests" / "cluster" / "cluster.sh"
+CLUSTER = ROOT / "tests" / "system" / "cluster" / "cluster.sh"
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
 TWO_PER_HOST = '"$(echo $CLUSTER_HOSTS | sed "s/,/:2,/g"):2"'

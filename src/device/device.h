@@ -1,6 +1,6 @@
 // The device seam: everything kolo's GPU path needs from a GPU and its collective library, and no
 // more. Two implementations: CUDA + NCCL (src/cuda, the only code that names them) and a host
-// double (tests/gpu_double: host memory, a worker thread per stream, MPI underneath), which lets
+// double (tests/cpp/gpu_double: host memory, a worker thread per stream, MPI underneath), which lets
 // every line above this seam run in CI on machines without a GPU.
 //
 // Streams and events are opaque handles (cudaStream_t and cudaEvent_t for CUDA). Work on a stream

@@ -1,4 +1,4 @@
-// Every KOLO_* setting, read in this one place. tests/unit/config_test checks that docs/configuration.md's
+// Every KOLO_* setting, read in this one place. tests/cpp/unit/config_test checks that docs/configuration.md's
 // table lists each of them with the default given here.
 #pragma once
 

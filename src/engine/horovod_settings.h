@@ -1,6 +1,6 @@
 // Horovod's HOROVOD_* environment variables, read by kolo so that a Horovod job script ports unchanged:
 // each is either the alias of a KOLO_* setting (engine/config.h), or has no meaning in kolo and is named
-// in a warning at init (unless its value asks for what kolo does anyway). tests/unit/horovod_settings_test
+// in a warning at init (unless its value asks for what kolo does anyway). tests/cpp/unit/horovod_settings_test
 // checks that docs/migrating-from-horovod.md's tables list every name here.
 #pragma once
 

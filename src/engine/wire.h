@@ -1,5 +1,5 @@
 // The bytes ranks exchange while negotiating. Decoding treats its input as untrusted: any malformed
-// message is rejected with an error, never read past its end (tests/fuzz exercises this).
+// message is rejected with an error, never read past its end (tests/cpp/fuzz exercises this).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-"""What each binding's pytest suite under mpirun shares (the conftest.py of tests/python, tests/jax,
-tests/keras and tests/tensorflow): every rank runs the same tests in the same order, kolo initialized
+"""What each binding's pytest suite under mpirun shares (the conftest.py of tests/bindings/torch, tests/bindings/jax,
+tests/bindings/keras and tests/bindings/tensorflow): every rank runs the same tests in the same order, kolo initialized
 once per process; only rank 0 reports progress, the other ranks failures only; `rank` and `size` fixtures."""
 import pytest
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Longer chaos soaks than the test suite's (tests/in_place/test_chaos.py, tests/elastic/test_chaos_restart.py):
+"""Longer chaos soaks than the test suite's (tests/system/elastic_in_place/test_chaos.py,
+tests/system/elastic/test_chaos_restart.py):
 --jobs digits jobs, each taking --faults random faults (and a death inside a commit), in place under Open MPI
 5's ULFM or by restart under the default build's MPI. Each job is checked as the tests check it (every fault
 recovered from, no crash, nothing left behind, the reference's weights); then what the faults cost:
@@ -8,7 +9,7 @@ recovered from, no crash, nothing left behind, the reference's weights); then wh
     tools/elastic/chaos_soak.py --mode restart --jobs 5 --faults 4
     tools/elastic/chaos_soak.py --hosts 6 --faults 2 --kinds cut,kill,double    # emulated hosts, as root
 
-Builds: build-ulfm/ (tests/in_place.sh) for in place, build/ for restart; KOLO_ULFM_BUILD_DIR, KOLO_ULFM_MPIRUN
+Builds: build-ulfm/ (tests/elastic_in_place.sh) for in place, build/ for restart; KOLO_ULFM_BUILD_DIR, KOLO_ULFM_MPIRUN
 and KOLO_BUILD_DIR choose others.
 """
 import argparse
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("KOLO_ULFM_BUILD_DIR", str(ROOT / "build-ulfm"))
 os.environ.setdefault("KOLO_ULFM_MPIRUN", str(ROOT / ".venv-ompi5" / "bin" / "mpirun"))
 os.environ.setdefault("KOLO_BUILD_DIR", str(ROOT / "build"))
-for folder in ("tests/elastic", "tests/in_place"):
+for folder in ("tests/system/elastic", "tests/system/elastic_in_place"):
     sys.path.insert(0, str(ROOT / folder))
 import chaos  # noqa: E402
 
@@ -51,7 +52,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=0, help="default: enough for the faults")
     parser.add_argument("--kinds", default="kill,freeze,double")
     parser.add_argument("--hosts", type=int, default=0,
-                        help="in place only: that many emulated hosts (tests/cluster/cluster.sh, as root), a rank "
+                        help="in place only: that many emulated hosts (tests/system/cluster/cluster.sh, as root), a rank "
                              "each; kinds may then include cut (a host's link down for good)")
     parser.add_argument("--seed", type=int, default=None, help="the first job's; the next ones follow")
     args = parser.parse_args()

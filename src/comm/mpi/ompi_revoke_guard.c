@@ -5,7 +5,7 @@
  * coll_only), which calls comm->c_coll's revoke hook. A communicator still inside its creation
  * (MPIX_Comm_shrink, MPI_Comm_dup, ... in ompi_comm_activate) is already listed but has no c_coll yet:
  * the call reads address 0x450 and the survivor dies with a segmentation fault. kolo's recovery makes
- * communicators, so a second failure during a recovery met this (tests/in_place/shrink_while_peer_dies.c
+ * communicators, so a second failure during a recovery met this (tests/system/elastic_in_place/shrink_while_peer_dies.c
  * reproduces it without kolo).
  *
  * libmpi calls ompi_comm_revoke_local through its PLT, so this definition is the one it calls. It finds

@@ -1,9 +1,9 @@
 """pytest under mpirun for kolo.jax and kolo.keras: every rank runs the same tests in the same
 order, kolo initialized once.
 
-    KERAS_BACKEND=jax kolorun -np 2 .venv/bin/python -m pytest tests/jax     (ctest: jax_np2, jax_np3)
+    KERAS_BACKEND=jax kolorun -np 2 .venv/bin/python -m pytest tests/bindings/jax     (ctest: jax_np2, jax_np3)
 
-Only rank 0 reports progress; other ranks report failures only (tests/suite_under_mpirun.py).
+Only rank 0 reports progress; other ranks report failures only (tests/bindings/suite_under_mpirun.py).
 """
 import os
 import sys

@@ -1,6 +1,6 @@
 """kolo.jax.elastic at N ranks (outside an elastic launch): JaxState's commit, restore, sync (arrays
 fused in one broadcast, the rest as objects) and bytes; run syncs and runs once. The in-place end to
-end is tests/in_place (jax_in_place.py)."""
+end is tests/system/elastic_in_place (jax_in_place.py)."""
 import io
 
 import jax

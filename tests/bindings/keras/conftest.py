@@ -1,8 +1,8 @@
 """pytest under mpirun for kolo.keras, on the Keras backend KERAS_BACKEND names (jax by default):
 
-    KERAS_BACKEND=jax kolorun -np 2 .venv/bin/python -m pytest tests/keras    (ctest: keras_jax_np2, ...)
+    KERAS_BACKEND=jax kolorun -np 2 .venv/bin/python -m pytest tests/bindings/keras    (ctest: keras_jax_np2, ...)
 
-Only rank 0 reports progress; other ranks report failures only (tests/suite_under_mpirun.py).
+Only rank 0 reports progress; other ranks report failures only (tests/bindings/suite_under_mpirun.py).
 """
 import os
 import sys

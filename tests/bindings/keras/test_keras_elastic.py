@@ -1,6 +1,6 @@
 """kolo.keras.elastic on the test's Keras backend, at N ranks (outside an elastic launch): KerasState's
 sync, commit, restore and bytes, and the model.fit callbacks that keep it (the restart path's end to
-end is tests/elastic)."""
+end is tests/system/elastic)."""
 import io
 
 import keras

@@ -3,7 +3,7 @@
 GPU op, the process's own where one is loaded already. Each case runs in a fresh interpreter, since the
 order of imports is what it tests.
 
-    KOLO_LOADING_PYTHON=venv/bin/python PYTHONPATH=build/python python3 -m pytest tests/loading
+    KOLO_LOADING_PYTHON=venv/bin/python PYTHONPATH=build/python python3 -m pytest tests/bindings/loading
 
 KOLO_LOADING_PYTHON: the interpreter whose torch is tested (default: this one). .ci/run runs it with
 Debian's torch and with today's torch from PyPI.

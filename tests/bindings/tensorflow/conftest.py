@@ -1,9 +1,9 @@
 """pytest under mpirun for kolo.tensorflow: every rank runs the same tests in the same order, kolo
 initialized once.
 
-    kolorun -np 2 .venv/bin/python -m pytest tests/tensorflow     (ctest: tensorflow_np2, tensorflow_np3)
+    kolorun -np 2 .venv/bin/python -m pytest tests/bindings/tensorflow     (ctest: tensorflow_np2, tensorflow_np3)
 
-Only rank 0 reports progress; other ranks report failures only (tests/suite_under_mpirun.py).
+Only rank 0 reports progress; other ranks report failures only (tests/bindings/suite_under_mpirun.py).
 """
 import os
 import sys

@@ -1,6 +1,6 @@
 """kolo.tensorflow.elastic's states at N ranks (outside an elastic launch): sync from rank 0, commit
 and restore, a Keras model with its optimizer's variables, and the state as bytes (the restart path's
-end to end is tests/elastic)."""
+end to end is tests/system/elastic)."""
 import io
 
 import keras

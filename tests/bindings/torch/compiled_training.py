@@ -1,5 +1,5 @@
-"""What tests/python/test_torch_compile.py (CPU) and tests/gpu/python/test_torch_compile_cuda.py (CUDA) share:
-a small MLP, deterministic global batches, the one-process reference that trains an uncompiled copy on the
+"""What tests/bindings/torch/test_torch_compile.py (CPU) and tests/bindings/cuda/torch/test_torch_compile_cuda.py
+(CUDA) share: a small MLP, deterministic global batches, the one-process reference that trains an uncompiled copy on the
 whole batches with plain torch, and the checks made once every rank has trained.
 
 The reference and the kolo run see the same numbers: every rank's model starts from rank 0's weights

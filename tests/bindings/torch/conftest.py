@@ -1,8 +1,8 @@
 """pytest under mpirun: every rank runs the same tests in the same order, kolo initialized once.
 
-    kolorun -np 2 python3 -m pytest tests/python        (ctest runs it at 2 and 3 ranks)
+    kolorun -np 2 python3 -m pytest tests/bindings/torch        (ctest runs it at 2 and 3 ranks)
 
-Only rank 0 reports progress; other ranks report failures only (tests/suite_under_mpirun.py).
+Only rank 0 reports progress; other ranks report failures only (tests/bindings/suite_under_mpirun.py).
 """
 import sys
 from pathlib import Path

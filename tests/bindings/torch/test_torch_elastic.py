@@ -1,6 +1,6 @@
 """kolo.torch.elastic's pieces at N ranks, outside an elastic launch: TorchState's commit, restore,
 sync and bytes; ElasticSampler's partition before and after the size changes; the commit store's
-atomic replacement (the restart path's end to end is tests/elastic)."""
+atomic replacement (the restart path's end to end is tests/system/elastic)."""
 import io
 import os
 

@@ -258,7 +258,7 @@ def test_errors_name_the_set(rank, size):
 
 
 def test_a_set_across_hosts_is_hierarchical_inside_it(rank, size):
-    # The first two ranks of every host: on the emulated cluster (tests/cluster, 2 hosts x 3 ranks,
+    # The first two ranks of every host: on the emulated cluster (tests/system/cluster, 2 hosts x 3 ranks,
     # KOLO_HIERARCHICAL_ALLREDUCE=1) a set spanning both hosts with 2 ranks on each, whose allreduce is
     # then the hierarchical one (inside the host, across, inside again), as its timeline shows.
     import os

@@ -1,7 +1,7 @@
 // The device seam's shrink (NCCL's ncclCommShrink) on its own: rank 1 stops taking part in a
 // communicator (as a frozen process: alive, silent) while the others have an allreduce on it in
 // flight; they shrink it out, which stops that allreduce, and reduce exactly over the new one. What
-// recover_in_place does with kolo's communicators after a lost peer (tests/in_place runs that through
+// recover_in_place does with kolo's communicators after a lost peer (tests/system/elastic_in_place runs that through
 // the host double, whose shrink is ULFM's).
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -49,7 +49,7 @@ std::unique_ptr<DeviceComm> world_comm(DeviceBackend& b) {
 
 TEST(GpuCommShrink, TheSurvivorsShrinkASilentMemberOutAndReduceExactly) {
   if (!testing::test_device().real()) {
-    GTEST_SKIP() << "the host double shrinks through ULFM only (tests/in_place runs it there)";
+    GTEST_SKIP() << "the host double shrinks through ULFM only (tests/system/elastic_in_place runs it there)";
   }
   if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
   DeviceBackend& b = *testing::test_device().backend();

@@ -210,11 +210,11 @@ TEST(GpuFusion, TensorsReadyWhileTwoGroupsRunGoAsOneGroup) {
 namespace kolo {
 namespace {
 
-// Run alone by tests/gpu_double/test_faults.py (KOLO_TEST_DIE_RANK set): that rank kills itself
+// Run alone by tests/cpp/gpu_double/test_faults.py (KOLO_TEST_DIE_RANK set): that rank kills itself
 // while its GPU collectives are in flight; the job must end on every rank, never hang.
 TEST(GpuFaults, APeerThatDiesMidCollectiveEndsTheJob) {
   const char* die = std::getenv("KOLO_TEST_DIE_RANK");
-  if (die == nullptr) GTEST_SKIP() << "run by tests/gpu_double/test_faults.py, which kills a rank";
+  if (die == nullptr) GTEST_SKIP() << "run by tests/cpp/gpu_double/test_faults.py, which kills a rank";
   std::vector<std::unique_ptr<DeviceTensor>> tensors;
   for (int t = 0; t < 8; ++t) tensors.push_back(std::make_unique<DeviceTensor>(filled(DataType::kFloat32, 1 << 16, t)));
   for (int step = 0; step < 100000; ++step) {

@@ -1,4 +1,4 @@
-// What the GPU suite (gpu_*_test.cc) runs on: the host double in CI (tests/gpu_double),
+// What the GPU suite (gpu_*_test.cc) runs on: the host double in CI (tests/cpp/gpu_double),
 // or CUDA + NCCL on a machine with a GPU (cuda_test_device.cc). The suite reaches device memory,
 // streams and events only through the device seam, so the same tests run on both.
 #pragma once

@@ -1,7 +1,7 @@
 """A peer that dies while GPU collectives are in flight (the host double) ends the job on every
 rank, naming it, instead of leaving the others waiting.
 
-Run by ctest (KOLO_BUILD_DIR set), or: KOLO_BUILD_DIR=build python3 -m pytest tests/gpu_double
+Run by ctest (KOLO_BUILD_DIR set), or: KOLO_BUILD_DIR=build python3 -m pytest tests/cpp/gpu_double
 """
 import os
 import re

@@ -224,7 +224,7 @@ TEST(Allreduce, ManyInFlightSmallFusionBufferAndZeroCopy) {
 
 // On one host the hierarchical path still runs its composition: reduce-scatter among all local
 // ranks (blocks of uneven size, some empty when there are fewer elements than ranks), a one-rank
-// cross-host step, allgather. The emulated cluster runs it across hosts (tests/cluster). Calls of at
+// cross-host step, allgather. The emulated cluster runs it across hosts (tests/system/cluster). Calls of at
 // most 64 KiB go flat even so; 69633 elements (17 segments of 4096 bytes and one of a single element,
 // in every dtype) take the hierarchical path, its last segment with empty blocks.
 TEST(Allreduce, HierarchicalEveryDtypeAndOddSizes) {

@@ -20,7 +20,7 @@ namespace {
 using testing::Buffer;
 using testing::ScopedSettings;
 
-// One host unless the emulated cluster (tests/cluster) says how many: ranks fill hosts in order
+// One host unless the emulated cluster (tests/system/cluster) says how many: ranks fill hosts in order
 // (--map-by slot), the same number on each.
 TEST(Topology, RanksPerHostAndHosts) {
   int world_rank = -1, world_size = -1;
@@ -74,7 +74,7 @@ TEST(Lifecycle, OpsAfterShutdownFailAndInitAgainWorks) {
 }
 
 TEST(Lifecycle, WithoutUlfmALostPeerIsNotSurvivedInPlaceAndRecoveryIsRefused) {
-  // Debian's Open MPI has no ULFM (tests/in_place.sh runs the in-place path against Open MPI 5's).
+  // Debian's Open MPI has no ULFM (tests/elastic_in_place.sh runs the in-place path against Open MPI 5's).
   if (build_info().mpi_ulfm) GTEST_SKIP() << "this MPI has ULFM";
   EXPECT_FALSE(in_place_recovery());
   Status s = recover_in_place();

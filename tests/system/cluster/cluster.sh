@@ -3,7 +3,7 @@
 # own hostname and a /dev/shm that lasts as long as the cluster), runs a command across them, and
 # tears everything down on exit, also on failure or Ctrl-C.
 #
-#   tests/cluster/cluster.sh [--hosts H] [--rate-mbit MBIT] [--delay DELAY] -- COMMAND [ARGS...]
+#   tests/system/cluster/cluster.sh [--hosts H] [--rate-mbit MBIT] [--delay DELAY] -- COMMAND [ARGS...]
 #
 # --rate-mbit caps every host's link at MBIT Mbit/s each way (tc tbf); --delay adds latency each
 # way (tc netem, e.g. --delay 1ms; not every kernel has netem). COMMAND runs in the root namespace

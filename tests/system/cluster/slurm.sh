@@ -4,7 +4,7 @@
 # address and /dev/shm); runs a command with it up; then stops every daemon and removes their state,
 # also on failure or Ctrl-C.
 #
-#   tests/cluster/cluster.sh --hosts H -- tests/cluster/slurm.sh [--cpus N] -- COMMAND [ARGS...]
+#   tests/system/cluster/cluster.sh --hosts H -- tests/system/cluster/slurm.sh [--cpus N] -- COMMAND [ARGS...]
 #
 # Each host offers N CPUs (default 2), so a job gets at most N tasks a host. COMMAND runs on this machine
 # with SLURM_CONF set, so that sinfo, srun, salloc and sbatch use this Slurm (its one partition is the
@@ -17,11 +17,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --cpus) cpus=$2; shift 2 ;;
     --) shift; break ;;
-    *) echo "usage: $0 [--cpus N] -- COMMAND [ARGS...] (inside tests/cluster/cluster.sh)" >&2; exit 2 ;;
+    *) echo "usage: $0 [--cpus N] -- COMMAND [ARGS...] (inside tests/system/cluster/cluster.sh)" >&2; exit 2 ;;
   esac
 done
 [ $# -gt 0 ] || { echo "slurm.sh: no command given" >&2; exit 2; }
-[ -n "${CLUSTER_HOSTS:-}" ] || { echo "slurm.sh: run it inside tests/cluster/cluster.sh" >&2; exit 2; }
+[ -n "${CLUSTER_HOSTS:-}" ] || { echo "slurm.sh: run it inside tests/system/cluster/cluster.sh" >&2; exit 2; }
 for tool in slurmctld slurmd munged srun sbatch sinfo; do
   command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "$tool" >/dev/null 2>&1 || {
     echo "slurm.sh: skipping: $tool is not installed (apt-get install slurm-wlm)" >&2; exit 77; }

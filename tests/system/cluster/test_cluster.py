@@ -1,6 +1,6 @@
-"""Real multi-host jobs on emulated hosts (tests/cluster/cluster.sh): 2 hosts x 2 ranks.
+"""Real multi-host jobs on emulated hosts (tests/system/cluster/cluster.sh): 2 hosts x 2 ranks.
 
-Run by ctest (KOLO_BUILD_DIR set), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/cluster
+Run by ctest (KOLO_BUILD_DIR set), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/system/cluster
 """
 import os
 import re
@@ -15,7 +15,7 @@ import pytest
 from processes import running
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
 CLUSTER = str(HERE / "cluster.sh")
 
@@ -97,7 +97,7 @@ def test_process_sets_across_hosts_hierarchical_inside_a_set():
     hosts = '"$(echo $CLUSTER_HOSTS | sed "s/,/:3,/g"):3"'
     job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 6 -H %s --map-by slot -x PYTHONPATH -x KOLO_HIERARCHICAL_ALLREDUCE=1 "
                      "-x KOLO_HIERARCHICAL_ALLGATHER=1 %s -m pytest -q -p no:cacheprovider -o timeout=120 %s"
-                     % (hosts, sys.executable, ROOT / "tests" / "python" / "test_torch_process_sets.py"),
+                     % (hosts, sys.executable, ROOT / "tests" / "bindings" / "torch" / "test_torch_process_sets.py"),
                      env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
     assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
     assert " passed" in job.stdout and "failed" not in job.stdout and "skipped" not in job.stdout, job.stdout[-2000:]
@@ -196,7 +196,7 @@ def run_elastic_on_three_hosts(tmp_path, event, **env_vars):
     """elastic_digits.py under kolorun on 3 emulated hosts x 1 rank, commits in each host's own
     /dev/shm; `event` (ELASTIC_TEST_EVENT) happens to the first host at step 10, which then leaves the
     discovery script's list. Returns the job and the weights file."""
-    sys.path.insert(0, str(ROOT / "tests" / "elastic"))
+    sys.path.insert(0, str(ROOT / "tests" / "system" / "elastic"))
     import test_elastic as elastic
     hosts_file = tmp_path / "hosts"
     script = tmp_path / "discover.sh"

@@ -1,7 +1,7 @@
-"""kolo under a real Slurm on emulated hosts (tests/cluster/slurm.sh inside cluster.sh): 2 hosts x 2 CPUs,
+"""kolo under a real Slurm on emulated hosts (tests/system/cluster/slurm.sh inside cluster.sh): 2 hosts x 2 CPUs,
 a slurmd on each, a slurmctld and munged on this machine, all started and stopped by each test.
 
-Run by ctest (KOLO_BUILD_DIR set), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/cluster/test_slurm.py
+Run by ctest (KOLO_BUILD_DIR set), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/system/cluster/test_slurm.py
 """
 import os
 import re
@@ -17,7 +17,7 @@ import pytest
 from processes import running
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
 KOLORUN = BUILD / "bin" / "kolorun"
 

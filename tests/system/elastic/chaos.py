@@ -8,14 +8,14 @@ line), then a random time, then strikes a random live rank process:
   freeze    SIGSTOP (alive but silent: kolo's peer watch or ULFM's detector finds it);
   double    SIGKILL, then a second process 0.05-1 s later: the second falls inside the recovery from the
             first (or just before it);
-  cut       on emulated hosts (tests/cluster/cluster.sh: network namespaces), the victim's host's link goes
+  cut       on emulated hosts (tests/system/cluster/cluster.sh: network namespaces), the victim's host's link goes
             down for good: its ranks are alive but out of reach (needs root).
 A fault during a commit is scheduled inside the program instead (its ELASTIC_TEST_EVENT "die-in-commit").
 The same seed gives the same kinds, victims' places and delays; the job decides the rest.
 
 The schedule of sizes the job followed comes from the same lines, for the one-process reference
-(test_elastic.reference). Used by tests/in_place/test_chaos.py, tests/elastic/test_chaos_restart.py and
-tools/elastic/chaos_soak.py.
+(test_elastic.reference). Used by tests/system/elastic_in_place/test_chaos.py,
+tests/system/elastic/test_chaos_restart.py and tools/elastic/chaos_soak.py.
 """
 import os
 import random

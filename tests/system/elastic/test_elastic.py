@@ -6,7 +6,7 @@ job ends with the weights of a one-process reference that follows the same sched
 commit, 2 after) and a test accuracy of at least 96%.
 
 Run by ctest (elastic_restart, which sets KOLO_BUILD_DIR), or:
-KOLO_BUILD_DIR=build python3 -m pytest tests/elastic
+KOLO_BUILD_DIR=build python3 -m pytest tests/system/elastic
 """
 import sys
 from pathlib import Path

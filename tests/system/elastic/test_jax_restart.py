@@ -1,4 +1,4 @@
-"""kolo.jax.elastic on the restart path (any MPI): the in-place suite's JAX loop (tests/in_place/jax_in_place.py)
+"""kolo.jax.elastic on the restart path (any MPI): the in-place suite's JAX loop (tests/system/elastic_in_place/jax_in_place.py)
 under kolorun in elastic mode.
 
 Rank 2 of 3 takes its slot out of the discovery script's list and SIGKILLs itself before step 10; kolorun
@@ -8,7 +8,7 @@ batch): nothing committed lost, nothing done twice.
 
 The workers run with the Python that has jax (KOLO_JAX_PYTHON, by default .venv/bin/python); pytest and
 kolorun with any. Run by ctest (elastic_restart), or:
-KOLO_BUILD_DIR=build python3 -m pytest tests/elastic/test_jax_restart.py
+KOLO_BUILD_DIR=build python3 -m pytest tests/system/elastic/test_jax_restart.py
 """
 import os
 import re
@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from kolorun_job import BUILD, run_elastic_job
 
-IN_PLACE = Path(__file__).resolve().parents[1] / "in_place"
+IN_PLACE = Path(__file__).resolve().parents[1] / "elastic_in_place"
 sys.path.insert(0, str(IN_PLACE))
 from least_squares import plain_gradient_descent  # noqa: E402
 
-PYTHON = os.environ.get("KOLO_JAX_PYTHON") or str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python")
+PYTHON = os.environ.get("KOLO_JAX_PYTHON") or str(Path(__file__).resolve().parents[3] / ".venv" / "bin" / "python")
 FFI = BUILD / "python" / "kolo" / "jax" / "libkolo_xla_ffi.so"
 STEPS = 30
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cuda/cuda_backend.h"
-#include "in_place/in_place_device.h"
+#include "in_place_device.h"
 
 namespace kolo {
 namespace testing {

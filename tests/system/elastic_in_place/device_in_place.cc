@@ -5,7 +5,7 @@
 // recover_in_place(), which shrinks the job and kolo's device communicators to the survivors (ranks 0
 // and 2 of MPI_COMM_WORLD, now 0 and 1), and go on from the step that failed, each result exact.
 //
-// On the host double (the default; tests/gpu_double, which checks the ranks kolo excludes) each
+// On the host double (the default; tests/cpp/gpu_double, which checks the ranks kolo excludes) each
 // survivor ends saying how many device communicators were made and how many shrunk. On CUDA + NCCL
 // (--device cuda, a build with CUDA) kolo's log says how many shrank (this program sets
 // KOLO_LOG_LEVEL=info unless given: "recovered in place: ... N GPU communicator(s) shrunk").
@@ -14,7 +14,7 @@
 // of the fault (the victim, just before the signal) and of its first exact step after the recovery:
 //   rank 1 of 3: fault kill at 1764212345.123456
 //   rank 0 of 2: training again: step 4 exact at 1764212345.534567
-// (tests/in_place/device_in_place_job.py reads them).
+// (tests/system/elastic_in_place/device_in_place_job.py reads them).
 //
 //   mpirun --with-ft ulfm --mca btl tcp,self -np 3 device_in_place [--device double|cuda]
 //       [--fault kill|freeze] STEPS DIE_AT
@@ -36,7 +36,7 @@
 
 #include "api/runtime.h"
 #include "gpu_double/host_double.h"
-#include "in_place/in_place_device.h"
+#include "in_place_device.h"
 #include "kolo/kolo.h"
 
 namespace {

@@ -1,4 +1,4 @@
-"""One device_in_place job (tests/in_place/device_in_place.cc) under Open MPI 5's mpirun with ULFM, every
+"""One device_in_place job (tests/system/elastic_in_place/device_in_place.cc) under Open MPI 5's mpirun with ULFM, every
 wait bounded, and what it showed: for tools/gpu/run_gpu_in_place.sh (the GPU machine) and the in-place
 suite's reading of the program's lines. Python's standard library only.
 
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-# ULFM's options, as the in-place suite's (tests/in_place/in_place_job.py): its failure detector finds a
+# ULFM's options, as the in-place suite's (tests/system/elastic_in_place/in_place_job.py): its failure detector finds a
 # frozen process (a heartbeat each second, a suspect after 4 s without one).
 ULFM = ["--with-ft", "ulfm", "--mca", "btl", "tcp,self", "--mca", "mpi_ft_detector", "true",
         "--mca", "mpi_ft_detector_period", "1", "--mca", "mpi_ft_detector_timeout", "4"]

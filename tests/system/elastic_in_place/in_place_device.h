@@ -1,4 +1,4 @@
-// What device_in_place (tests/in_place/device_in_place.cc) runs on: the host double (the default, as
+// What device_in_place (tests/system/elastic_in_place/device_in_place.cc) runs on: the host double (the default, as
 // the in-place suite in CI) or CUDA + NCCL (cuda_in_place.cc, built with KOLO_HAVE_CUDA). The program
 // reaches device memory, streams and events through the device seam only; this adds the little the
 // seam does not have.

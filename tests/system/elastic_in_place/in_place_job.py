@@ -4,13 +4,13 @@ kolorun --in-place), waiting for it, reading its output, checking it against the
 Elastic training in place (Open MPI 5's ULFM): no process restarted.
 
 The job runs under Open MPI 5's mpirun with ULFM on (--with-ft ulfm, TCP transports; see
-tests/in_place.sh, which builds kolo against it). A 3-rank digits job (tests/elastic/elastic_digits.py)
+tests/elastic_in_place.sh, which builds kolo against it). A 3-rank digits job (tests/system/elastic/elastic_digits.py)
 loses rank 2 mid-epoch: the survivors' ops fail with PeersFailedError, each rolls back to its last
 commit, kolo shrinks the job to the 2 survivors and they go on, in the same processes, to the weights of
 the one-process reference that follows the same schedule (3 ranks up to that commit, 2 after), and
 at least 96% test accuracy.
 
-    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/in_place
+    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/system/elastic_in_place
 """
 import os
 import re
@@ -24,7 +24,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("KOLO_ULFM_BUILD_DIR", "build-ulfm")).resolve()
-MPIRUN = os.environ.get("KOLO_ULFM_MPIRUN", str(HERE.parent.parent / ".venv-ompi5" / "bin" / "mpirun"))
+MPIRUN = os.environ.get("KOLO_ULFM_MPIRUN", str(HERE.parents[2] / ".venv-ompi5" / "bin" / "mpirun"))
 PROGRAM = str(HERE.parent / "elastic" / "elastic_digits.py")
 sys.path.insert(0, str(HERE.parent / "elastic"))
 from chaos import running  # noqa: E402,F401  (whether a rank process is still there; for the tests)
@@ -32,7 +32,7 @@ sys.path.insert(0, str(BUILD / "python"))
 
 # Each test module's pytestmark.
 NEEDS_ULFM_BUILD = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
-                                      reason="no kolo built against an MPI with ULFM (tests/in_place.sh builds one)")
+                                      reason="no kolo built against an MPI with ULFM (tests/elastic_in_place.sh builds one)")
 
 # ULFM's own failure detector finds a process that stopped answering (frozen, or its link down): a
 # heartbeat each second, a suspect after 4 s without one. (Its optional thread of its own left a shrink
@@ -56,7 +56,7 @@ def launch(tmp_path, cmd, env):
 
 
 def digits(out):
-    """The digits program's command line (tests/elastic/elastic_digits.py), its weights going to `out`."""
+    """The digits program's command line (tests/system/elastic/elastic_digits.py), its weights going to `out`."""
     from test_elastic import BATCH, COMMIT_EVERY, EPOCHS, LR
     return [sys.executable, PROGRAM, "--epochs", str(EPOCHS), "--batch-size", str(BATCH),
             "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]

@@ -1,5 +1,5 @@
 """What the in-place suite's least-squares programs share (tf_in_place.py, keras_in_place.py,
-jax_in_place.py, which tests/elastic/test_jax_restart.py runs on the restart path too): their flags, their
+jax_in_place.py, which tests/system/elastic/test_jax_restart.py runs on the restart path too): their flags, their
 data, 48 fixed float64 rows, and the reference, plain_gradient_descent."""
 import argparse
 import os

@@ -3,7 +3,7 @@
  * the shrunk communicator after it. Ranks 0 and 1 must come out of the shrink and of each dup, with
  * success or MPIX_ERR_PROC_FAILED/REVOKED. Open MPI 5.0.11 alone crashes them in about 1 run in 6
  * (segmentation fault at 0x450 in ompi_comm_revoke_local, on a communicator still being made); with
- * libkolo_ompi_guard.so preloaded it must not (tests/in_place/test_ompi_guard.py). No kolo here. */
+ * libkolo_ompi_guard.so preloaded it must not (tests/system/elastic_in_place/test_ompi_guard.py). No kolo here. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 """A chaos soak of elastic training in place (Open MPI 5's ULFM, kolorun --in-place): one digits job of 7
-ranks takes random faults at random moments (tests/elastic/chaos.py: SIGKILL, SIGSTOP, a second SIGKILL inside
+ranks takes random faults at random moments (tests/system/elastic/chaos.py: SIGKILL, SIGSTOP, a second SIGKILL inside
 the recovery) after, at a random step, whichever rank keeps the host's commit dies halfway through writing
 it. It must survive every one in place: training again within a bound after each, no crash or abort in any
 output, no process left behind, and the weights of the one-process reference that follows the schedule of
@@ -26,13 +26,13 @@ sys.path.insert(0, str(HERE.parent / "elastic"))
 import chaos  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
-                                reason="no kolo built against an MPI with ULFM (tests/in_place.sh builds one)")
+                                reason="no kolo built against an MPI with ULFM (tests/elastic_in_place.sh builds one)")
 
 EPOCHS = 14
 
 
 class JobInCluster:
-    """The job kolorun runs inside tests/cluster/cluster.sh, seen as a Popen: it has ended once the command
+    """The job kolorun runs inside tests/system/cluster/cluster.sh, seen as a Popen: it has ended once the command
     printed its status, though cluster.sh keeps the emulated hosts up until `release()`, so that what is
     left on them can be seen first."""
 

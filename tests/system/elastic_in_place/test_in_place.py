@@ -3,7 +3,7 @@ host and on emulated hosts, failures one after another and during a recovery, gr
 recovery that cannot finish. The helpers are in in_place_job.py; the framework loops and the GPU path in
 test_in_place_frameworks.py.
 
-    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/in_place
+    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/system/elastic_in_place
 """
 import os
 import re
@@ -119,7 +119,7 @@ def test_a_lost_ranks_slot_comes_back_and_the_job_grows_again(tmp_path):
 @pytest.mark.parametrize("hosts,slots,event", [(3, 1, "die"), (2, 2, "die"), (3, 1, "cut"), (3, 1, "freeze")],
                          ids=["3x1", "2x2", "3x1-link-cut", "3x1-freeze"])
 def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
-    # Emulated hosts (tests/cluster/cluster.sh: network namespaces, as root), started by kolorun
+    # Emulated hosts (tests/system/cluster/cluster.sh: network namespaces, as root), started by kolorun
     # --in-place: the last rank (on the last host) is killed before step 10, frozen, or its host's link
     # goes down for good; the others go on in place and the job ends (MPI_Finalize's fence would wait for the
     # lost rank across hosts: kolo skips it once a peer has failed; mpirun would wait for the host cut

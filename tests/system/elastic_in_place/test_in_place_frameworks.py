@@ -2,7 +2,7 @@
 and JAX) and JAX loops, and the GPU path on the host double (flat, hierarchical, a frozen rank, emulated
 hosts). The helpers are in in_place_job.py.
 
-    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/in_place
+    KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/system/elastic_in_place
 """
 import os
 import re
@@ -21,11 +21,11 @@ pytestmark = NEEDS_ULFM_BUILD
 
 
 def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
-    """tf_in_place.py, keras_in_place.py or jax_in_place.py (tests/in_place) on 3 ranks, rank 2 killed
+    """tf_in_place.py, keras_in_place.py or jax_in_place.py (tests/system/elastic_in_place) on 3 ranks, rank 2 killed
     before step (epoch) 10: checks that the survivors went on in place, and ended, in the same
     processes, with plain gradient descent's weights to 1e-12 (each rank takes an equal share of every
     batch: the averaged gradient is the whole batch's at any rank count). The job's output."""
-    python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parent.parent / ".venv" / "bin" / "python"))
+    python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parents[2] / ".venv" / "bin" / "python"))
     framework = backend or {"tf_in_place.py": "tensorflow", "jax_in_place.py": "jax"}[script]  # Keras': backend
     needs = ("keras, " if script == "keras_in_place.py" else "") + framework
     if subprocess.run([python, "-c", "import " + needs], capture_output=True).returncode != 0:
@@ -81,11 +81,11 @@ def test_a_jax_loop_goes_on_in_place(tmp_path):
 
 
 DEVICE_IN_PLACE = BUILD / "tests" / "device_in_place"
-from device_in_place_job import seconds_to_train_again  # noqa: E402 (tests/in_place: the program's time lines)
+from device_in_place_job import seconds_to_train_again  # noqa: E402 (the program's time lines)
 
 
 def check_device_in_place(text, ranks, made, shrunk, broken=False):
-    """device_in_place's output (tests/in_place/device_in_place.cc) on `ranks` ranks, rank 1 lost at step 4:
+    """device_in_place's output (tests/system/elastic_in_place/device_in_place.cc) on `ranks` ranks, rank 1 lost at step 4:
     the survivors go on in place, every later step exact, each with `made` device communicators made and
     `shrunk` shrunk (the double checked the ranks kolo excluded), as kolo's log says too. `broken`: a killed
     peer may have broken some communicators (their error seen on a survivor before the recovery), which
@@ -121,7 +121,7 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical
     # where a survivor's saw the peer's end as an error (NCCL then refuses to shrink it), every survivor
     # makes it anew.
     if not DEVICE_IN_PLACE.exists():
-        pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
+        pytest.skip("device_in_place was not built (tests/elastic_in_place.sh builds it)")
     job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_HIERARCHICAL_ALLREDUCE",
                                                    str(DEVICE_IN_PLACE), "10", "4"],
                       job_env(KOLO_HIERARCHICAL_ALLREDUCE=hierarchical))
@@ -139,7 +139,7 @@ def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
     # shrink the device communicator and go on, every later step exact. mpirun would wait for the frozen
     # process forever: once both survivors have exited by themselves, it is killed, whatever happened.
     if not DEVICE_IN_PLACE.exists():
-        pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
+        pytest.skip("device_in_place was not built (tests/elastic_in_place.sh builds it)")
     job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_PEER_TIMEOUT_SECONDS",
                                                    str(DEVICE_IN_PLACE), "--device", "double", "--fault", "freeze",
                                                    "10", "4"],
@@ -172,7 +172,7 @@ def test_the_gpu_path_shrinks_across_emulated_hosts(tmp_path, hosts, slots, made
     # to 2 and carries on. 2x2: both hosts' communicators and both across hosts shrink (one host's with
     # nobody excluded), then the hosts are uneven (1 and 2 ranks), so the job's is made for flat allreduce.
     if not DEVICE_IN_PLACE.exists():
-        pytest.skip("device_in_place was not built (tests/in_place.sh builds it)")
+        pytest.skip("device_in_place was not built (tests/elastic_in_place.sh builds it)")
     command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} --in-place --min-np 2 '
                '-np {ranks} -H $H --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET '
                '-x KOLO_HIERARCHICAL_ALLREDUCE {program} 10 4'

@@ -1,7 +1,7 @@
 """libkolo_ompi_guard.so (src/comm/mpi/ompi_revoke_guard.c), which kolorun --in-place preloads into the ranks:
 with it, a process failing while a communicator holding it is being made no longer crashes Open MPI 5.0.11.
 
-shrink_while_peer_dies (tests/in_place/shrink_while_peer_dies.c, no kolo in it) kills one rank of 4, and a
+shrink_while_peer_dies (tests/system/elastic_in_place/shrink_while_peer_dies.c, no kolo in it) kills one rank of 4, and a
 second one at a given moment inside the survivors' shrink or the dups after it. Alone, about 1 run in 6
 crashes both survivors (segmentation fault at 0x450 in ompi_comm_revoke_local); with the guard, each of these
 runs must end with no crash, and each survivor out of the shrink out of each dup after it.
@@ -24,7 +24,7 @@ PROGRAM = BUILD / "tests" / "shrink_while_peer_dies"
 GUARD = BUILD / "src" / "libkolo_ompi_guard.so"
 
 pytestmark = pytest.mark.skipif(not PROGRAM.exists() or not GUARD.exists() or not os.path.exists(MPIRUN),
-                                reason="no kolo built against an MPI with ULFM (tests/in_place.sh builds one)")
+                                reason="no kolo built against an MPI with ULFM (tests/elastic_in_place.sh builds one)")
 
 # Microseconds from the second victim's shrink to its death: across the shrink and the dups after it,
 # where the runs without the guard crashed.

@@ -2,7 +2,7 @@
 script does in one process (dropout masks and rounding differ, so to a point, not bit for bit).
 
 Run by ctest (jax_examples, with the Python that has jax), or:
-    KOLO_BUILD_DIR=build .venv/bin/python -m pytest tests/examples
+    KOLO_BUILD_DIR=build .venv/bin/python -m pytest tests/system/examples
 """
 import os
 import re
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", "build")).resolve()
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 ENV = dict(os.environ, PYTHONPATH=str(BUILD / "python"), KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
 
 

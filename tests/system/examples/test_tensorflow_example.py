@@ -2,7 +2,7 @@
 one process (to a point: each rank shuffles its own shard).
 
 Run by ctest (tensorflow_example, with the Python that has TensorFlow), or:
-    KOLO_BUILD_DIR=build .venv/bin/python -m pytest tests/examples/test_tensorflow_example.py
+    KOLO_BUILD_DIR=build .venv/bin/python -m pytest tests/system/examples/test_tensorflow_example.py
 """
 import os
 import re
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", "build")).resolve()
-SCRIPT = str(Path(__file__).resolve().parents[2] / "examples" / "tensorflow" / "digits_kolo.py")
+SCRIPT = str(Path(__file__).resolve().parents[3] / "examples" / "tensorflow" / "digits_kolo.py")
 ENV = dict(os.environ, PYTHONPATH=str(BUILD / "python"), KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
 
 

@@ -3,7 +3,7 @@ packages: one with today's torch from PyPI, one with tensorflow-cpu, a third giv
 `pip wheel .` made; and an sdist that builds the same wheel. Each example trains on 2 ranks through the
 installed `kolorun` to 97% or more.
 
-    /usr/bin/python3 -m pytest -v tests/install        (.ci/run runs it after ctest)
+    /usr/bin/python3 -m pytest -v tests/system/install        (.ci/run runs it after ctest)
 
 Everything lives in build-pip/ (ignored by git): the virtual environments, and the CMake build folder they
 share (made anew each run, so the first install builds everything). Each environment is made anew, with
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORK = ROOT / "build-pip"
 BUILD = WORK / "cmake-build"
 VERSION = re.search(r"project\(kolo VERSION ([0-9.]+)", (ROOT / "CMakeLists.txt").read_text()).group(1)

@@ -4,7 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", "build")).resolve()
 KOLORUN = str(BUILD / "bin" / "kolorun")
 

@@ -1,6 +1,6 @@
 """kolorun end to end: real jobs through Open MPI on this host (elastic mode: test_kolorun_elastic.py).
 
-Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m pytest tests/launcher
+Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m pytest tests/system/launcher
 """
 import os
 import re
@@ -31,7 +31,7 @@ def final_accuracy(output):
 
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
 def test_runs_the_pytorch_example_on_two_ranks_like_one_process():
-    examples = Path(__file__).resolve().parents[2] / "examples" / "pytorch"
+    examples = Path(__file__).resolve().parents[3] / "examples" / "pytorch"
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     single = subprocess.run([sys.executable, str(examples / "digits.py")], capture_output=True, text=True,
                             timeout=300, env=env)

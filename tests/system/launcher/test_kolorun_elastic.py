@@ -1,6 +1,6 @@
 """kolorun's elastic mode end to end, with small programs in place of training, on this host.
 
-Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m pytest tests/launcher
+Run by ctest (which sets KOLO_BUILD_DIR), or: KOLO_BUILD_DIR=build python3 -m pytest tests/system/launcher
 """
 import os
 import socket

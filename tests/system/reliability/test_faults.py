@@ -1,6 +1,6 @@
 """Faults end jobs with a message, never a silent hang; and kolo opens no doors.
 
-Run by ctest (KOLO_BUILD_DIR set), or: KOLO_BUILD_DIR=build python3 -m pytest tests/reliability
+Run by ctest (KOLO_BUILD_DIR set), or: KOLO_BUILD_DIR=build python3 -m pytest tests/system/reliability
 """
 import json
 import os

@@ -2,7 +2,7 @@
 write it: the weights after a few steps on each rank's share of every global batch equal, on every rank,
 those of one process (each rank computes it in its own process, on its GPU, without kolo) training an
 uncompiled copy on the whole batches with plain torch. The model, data, reference and checks are
-tests/python/compiled_training.py's, shared with the CPU test there. Skipped, saying why, on torch before
+tests/bindings/torch/compiled_training.py's, shared with the CPU test there. Skipped, saying why, on torch before
 2.0; without a GPU, conftest.py skips it with the rest.
 """
 import os
@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "torch"))
 import compiled_training as ct  # noqa: E402
 
 import kolo.torch as kolo  # noqa: E402
