@@ -40,15 +40,16 @@ def c_abi_step_of(shapes):
     """The issue's yardstick inside the benchmark's own process: kolo's C ABI on host arrays of the
     same shapes, 161 allreduces enqueued at once, in place, then waited for (what the C++ benchmark's
     kolo row does). Returns the step as a function; kolo must be initialized."""
-    from kolo import _core, _host
+    from kolo import _host
+    from kolo._abi import SUM, _C
 
     arrays = [np.full(shape, 2.0, np.float32) for _, shape in shapes]
     names = ["host.%s" % name for name, _ in shapes]
 
     def step():
         # In place, as the C++ benchmark reuses its buffers; the values grow each step, harmlessly.
-        _host._wait_all([_core._C.allreduce_async(n, _host._describe(a, n), _host._describe(a, n), _core.SUM, 1.0,
-                                                  1.0, process_set=0) for a, n in zip(arrays, names)])
+        _host._wait_all([_C.allreduce_async(n, _host._describe(a, n), _host._describe(a, n), SUM, 1.0,
+                                            1.0, process_set=0) for a, n in zip(arrays, names)])
 
     return step
 

@@ -20,7 +20,7 @@ int in_place_job_size(const std::string& line);
 // mpirun would then wait for the lost process for good: kolorun ends it and restarts from the last commit.
 bool recovery_given_up(const std::string& line);
 
-// Each survivor prints, as it exits (bindings/python/kolo/_core.py):
+// Each survivor prints, as it exits (bindings/python/kolo/_lifecycle.py):
 //   "kolo: rank R of N, left in place after a peer was lost, exits with status S"
 class SurvivorExits {
  public:

@@ -3,7 +3,8 @@
 Framework bindings live in subpackages: ``import kolo.torch as kolo`` (Horovod's names, so
 ``import horovod.torch as hvd`` ports by changing the import).
 """
-from kolo._core import KoloError, KoloValueError, build_summary, nccl_runtime, version
+from kolo._errors import KoloError, KoloValueError
+from kolo._lifecycle import build_summary, nccl_runtime, version
 
 __version__ = version()
 __all__ = ["KoloError", "KoloValueError", "build_summary", "nccl_runtime", "version", "__version__"]

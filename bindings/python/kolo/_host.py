@@ -4,21 +4,22 @@ takes a list of arrays, enqueues them together (kolo fuses them) and returns onc
 `set_id`: the process set each runs in (0: every rank)."""
 import numpy as np
 
-from kolo import _core
-from kolo._core import _C
+from kolo._abi import (BFLOAT16, BOOL, CPU, FLOAT16, FLOAT32, FLOAT64, INT16, INT32, INT64, INT8, INVALID_ARGUMENT,
+                       OK, UINT16, UINT8, _C)
+from kolo._errors import KoloError, KoloValueError, error_for
 
-_CODES = {"uint8": _core.UINT8, "int8": _core.INT8, "uint16": _core.UINT16, "int16": _core.INT16, "int32": _core.INT32,
-          "int64": _core.INT64,
-          "float16": _core.FLOAT16, "bfloat16": _core.BFLOAT16, "float32": _core.FLOAT32, "float64": _core.FLOAT64,
-          "bool": _core.BOOL}
+_CODES = {"uint8": UINT8, "int8": INT8, "uint16": UINT16, "int16": INT16, "int32": INT32,
+          "int64": INT64,
+          "float16": FLOAT16, "bfloat16": BFLOAT16, "float32": FLOAT32, "float64": FLOAT64,
+          "bool": BOOL}
 
 
 def _describe(array, name):
     code = _CODES.get(array.dtype.name)
     if code is None:
-        raise _core.KoloValueError("tensor '%s' on rank %d: input has dtype %s; kolo supports %s"
-                                   % (name, _C.rank(), array.dtype.name, ", ".join(_CODES)), _core.INVALID_ARGUMENT)
-    return (array.ctypes.data, code, tuple(array.shape), (), _core.CPU, 0, 0)
+        raise KoloValueError("tensor '%s' on rank %d: input has dtype %s; kolo supports %s"
+                             % (name, _C.rank(), array.dtype.name, ", ".join(_CODES)), INVALID_ARGUMENT)
+    return (array.ctypes.data, code, tuple(array.shape), (), CPU, 0, 0)
 
 
 def _wait_all(submissions):
@@ -29,14 +30,14 @@ def _wait_all(submissions):
     try:
         for h in submissions:
             handles.append(h)
-    except _core.KoloError as e:
+    except KoloError as e:
         refused = e
     error, outputs = None, []
     for h in handles:
         code, message, output = _C.wait(h)
         outputs.append(output)
-        if code != _core.OK and error is None:
-            error = _core.error_for(code, message)
+        if code != OK and error is None:
+            error = error_for(code, message)
     error = error or refused  # the first failure in order, as when a refusal was a failed handle
     if error is not None:
         raise error
@@ -73,8 +74,8 @@ def broadcast(arrays, names, root_rank, set_id=0):
 def _check_rows(arrays, names, op):
     for array, name in zip(arrays, names):
         if array.ndim == 0:
-            raise _core.KoloValueError("tensor '%s' on rank %d: %s needs at least one dimension (the rows); reshape "
-                                       "a scalar to (1,)" % (name, _C.rank(), op), _core.INVALID_ARGUMENT)
+            raise KoloValueError("tensor '%s' on rank %d: %s needs at least one dimension (the rows); reshape "
+                                 "a scalar to (1,)" % (name, _C.rank(), op), INVALID_ARGUMENT)
 
 
 def allgather(arrays, names, set_id=0):
@@ -95,8 +96,8 @@ def allgather(arrays, names, set_id=0):
 def set_place(set_id):
     """This rank's place in the set and the set's size."""
     code, message, ranks, rank = _C.process_set_ranks(set_id)
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    if code != OK:
+        raise error_for(code, message)
     return rank, len(ranks)
 
 

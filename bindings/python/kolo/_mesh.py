@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 
-from kolo import _core, _host, _process_sets
+from kolo import _host, _lifecycle, _process_sets
 
 
 def layout(shape, places):
@@ -35,7 +35,7 @@ class Mesh:
     def __init__(self, shape, axis_names):
         shape = tuple(int(n) for n in shape)
         axis_names = tuple(str(a) for a in axis_names)
-        size = _core.size()
+        size = _lifecycle.size()
         if len(shape) != len(axis_names):
             raise ValueError("mesh: shape %s has %d axes but %d axis names were given %s"
                              % (shape, len(shape), len(axis_names), axis_names))
@@ -45,10 +45,10 @@ class Mesh:
             raise ValueError("mesh: shape %s holds %d ranks, but the job has %d"
                              % (shape, int(np.prod(shape)) if all(n > 0 for n in shape) else 0, size))
         self.shape, self.axis_names = shape, axis_names
-        mine = np.array([[_core.cross_rank(), _core.local_rank()]], dtype=np.int64)
+        mine = np.array([[_lifecycle.cross_rank(), _lifecycle.local_rank()]], dtype=np.int64)
         places = _host.allgather([mine], ["kolo.mesh.places"])[0]
         self.ranks = layout(shape, [tuple(p) for p in places.tolist()])
-        where = np.argwhere(self.ranks == _core.rank())[0]
+        where = np.argwhere(self.ranks == _lifecycle.rank())[0]
         self.coords = {a: int(c) for a, c in zip(axis_names, where)}
         # Every rank registers every line of every axis, in the same order; a line of the whole job
         # is the global set.
@@ -61,7 +61,7 @@ class Mesh:
                 else:
                     ps = _process_sets.add_process_set(line)
                     self._registered.append(ps)
-                if _core.rank() in line:
+                if _lifecycle.rank() in line:
                     self._sets[name] = ps
 
     def _axis(self, axis):

@@ -9,8 +9,8 @@ kolo's engine keeps the registry (its ids, kolo._C.process_set_ids()); Python ke
 disagree with it. A ProcessSet holds the id it was given and the engine's lifetime it was given in: after
 shutdown (or recovery in place) the engine's sets are gone, and so is the id's meaning.
 """
-from kolo import _core
-from kolo._core import _C
+from kolo._abi import OK, _C
+from kolo._errors import error_for
 
 
 class ProcessSet:
@@ -46,8 +46,8 @@ class ProcessSet:
         if self.process_set_id is None:
             return None
         code, message, ranks, rank = _C.process_set_ranks(self.process_set_id)
-        if code != _core.OK:
-            raise _core.error_for(code, message)
+        if code != OK:
+            raise error_for(code, message)
         return ranks, rank
 
     def size(self):
@@ -112,8 +112,8 @@ def add_process_set(process_set):
     if ps.process_set_id is not None:
         raise ValueError("%r is registered already" % (ps,))
     code, message, set_id = _C.add_process_set(ps.ranks)
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    if code != OK:
+        raise error_for(code, message)
     ps.process_set_id = set_id
     return ps
 
@@ -126,8 +126,8 @@ def remove_process_set(process_set):
     if process_set.process_set_id is None or process_set.process_set_id not in _C.process_set_ids():
         return False
     code, message = _C.remove_process_set(process_set.process_set_id)
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    if code != OK:
+        raise error_for(code, message)
     process_set._invalidate()
     return True
 

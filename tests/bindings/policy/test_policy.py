@@ -2,7 +2,9 @@
 import numpy as np
 import pytest
 
-from kolo import _core, _process_sets
+from kolo import _process_sets
+from kolo._abi import COMPRESSION_FP16, COMPRESSION_NONE
+from kolo._errors import KoloError
 from kolo._policy import compression, grouping, naming, objects, scaling
 
 
@@ -21,7 +23,7 @@ def test_op_of_takes_horovods_average():
     assert scaling.op_of(scaling.Max, None) == scaling.Max
     with pytest.raises(ValueError, match="pass op or average, not both"):
         scaling.op_of(scaling.Sum, True)
-    with pytest.raises(_core.KoloError, match="the gradient of a reducescatter with op Max is not defined"):
+    with pytest.raises(KoloError, match="the gradient of a reducescatter with op Max is not defined"):
         scaling.check_differentiable(scaling.Max, "a reducescatter")
 
 
@@ -53,15 +55,15 @@ def test_compression_from_a_framework_cast():
     assert sent.dtype == np.float16 and Compression.fp16.decompress(sent, ctx).dtype == np.float32
     assert Compression.fp16.compress(np.ones(3, np.int32))[1] is None
     assert Compression.none.compress("t") == ("t", None)
-    assert compression.engine_compression(Compression.fp16, True) == _core.COMPRESSION_FP16
+    assert compression.engine_compression(Compression.fp16, True) == COMPRESSION_FP16
     assert compression.engine_compression(Compression.fp16, False) is None
-    assert compression.engine_compression(Compression.none, False) == _core.COMPRESSION_NONE
+    assert compression.engine_compression(Compression.none, False) == COMPRESSION_NONE
     assert compression.engine_compression(compression.Compressor, True) is None
 
 
 def test_objects_over_a_bindings_byte_collectives(monkeypatch):
     # One rank: a broadcast hands back root's bytes, an allgather this rank's.
-    monkeypatch.setattr(objects._core, "rank", lambda: 0)
+    monkeypatch.setattr(objects._lifecycle, "rank", lambda: 0)
     calls = []
     both = objects.ObjectCollectives(lambda a, name, root, ps: calls.append(name) or a.copy(),
                                      lambda a, name, ps: calls.append(name) or a.copy())

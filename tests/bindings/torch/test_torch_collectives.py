@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import kolo.torch as kolo
-from kolo import _core as kolo_core
+from kolo import _lifecycle
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
           torch.int8, torch.int16]
@@ -154,7 +154,7 @@ def test_horovods_queries_answer_truthfully(rank, size):
     assert kolo.mpi_built() and kolo.mpi_enabled() and kolo.mpi_threads_supported()
     assert not (kolo.gloo_built() or kolo.gloo_enabled() or kolo.rocm_built() or kolo.ddl_built() or kolo.ccl_built())
     assert kolo.is_homogeneous()
-    summary = kolo_core.build_summary()
+    summary = _lifecycle.build_summary()
     assert kolo.cuda_built() == ("[X] CUDA" in summary)
     nccl = kolo.nccl_built()
     assert (nccl > 0) == ("[X] NCCL" in summary)

@@ -106,24 +106,26 @@ def test_the_commit_store_replaces_a_commit_whole_or_not_at_all(tmp_path, rank):
 def test_a_peers_failure_is_told_apart_whatever_the_framework_raises(rank):
     # In place (ULFM), kolo.torch raises PeersFailedError; TensorFlow's ops and XLA's handlers raise
     # their framework's error with kolo's message: elastic.run rolls back on either, and on nothing else.
-    from kolo import _core
+    from kolo._abi import ABORTED, PEERS_FAILED, UNSUPPORTED
+    from kolo._errors import PeersFailedError, error_for
+    from kolo._lifecycle import in_place_recovery, is_initialized, recover_in_place
     from kolo.elastic.runner import _peers_failed
     message = ("tensor 'g' did not run: negotiation failed on rank 1: MPI_Iallreduce failed: MPI_ERR_PROC_FAILED: "
                "Process Failure (a peer failed: the survivors roll back to their last commit)")
-    assert _peers_failed(_core.error_for(_core.PEERS_FAILED, message))
-    assert type(_core.error_for(_core.PEERS_FAILED, message)) is _core.PeersFailedError
+    assert _peers_failed(error_for(PEERS_FAILED, message))
+    assert type(error_for(PEERS_FAILED, message)) is PeersFailedError
     assert _peers_failed(RuntimeError("{{function_node KoloAllreduce}} " + message))
-    assert not _peers_failed(_core.error_for(_core.ABORTED, "kolo was shut down"))
+    assert not _peers_failed(error_for(ABORTED, "kolo was shut down"))
     assert not _peers_failed(ValueError("a peer failed"))
     # Without ULFM (Debian's Open MPI) the job is not in place, and recovering is refused, saying why.
-    assert _core.in_place_recovery() is False
+    assert in_place_recovery() is False
     try:
-        _core.recover_in_place()
+        recover_in_place()
     except kolo.KoloError as e:
-        assert e.code == _core.UNSUPPORTED and "no ULFM" in str(e)
+        assert e.code == UNSUPPORTED and "no ULFM" in str(e)
     else:
         raise AssertionError("recover_in_place without ULFM did not raise")
-    assert _core.is_initialized()
+    assert is_initialized()
 
 
 def test_restoring_the_state_forgets_a_failed_steps_allreduces(rank, size):

@@ -6,7 +6,7 @@ kolo's own compressors also name the compression kolo's engine applies itself (`
 tensor is then cast in the fusion buffer's pack and back in its unpack, with no cast in Python. A binding
 whose ops reach the engine through kolo's C ABI asks engine_compression() whether to hand it over; a
 compressor of the user's (a subclass of Compressor) always runs around the collective, as in Horovod."""
-from kolo import _core
+from kolo._abi import COMPRESSION_BF16, COMPRESSION_FP16, COMPRESSION_NONE
 
 
 class Compressor:
@@ -22,7 +22,7 @@ class Compressor:
 
 
 class NoneCompressor(Compressor):
-    kolo_code = _core.COMPRESSION_NONE
+    kolo_code = COMPRESSION_NONE
 
     @staticmethod
     def compress(tensor):
@@ -54,11 +54,11 @@ def compression(cast, floating_dtype, fp16, bf16, module):
 
     class FP16Compressor(CastCompressor):
         wire_dtype = fp16
-        kolo_code = _core.COMPRESSION_FP16
+        kolo_code = COMPRESSION_FP16
 
     class BF16Compressor(CastCompressor):
         wire_dtype = bf16
-        kolo_code = _core.COMPRESSION_BF16
+        kolo_code = COMPRESSION_BF16
 
     class Compression:
         """The compressors, by Horovod's names: Compression.none, Compression.fp16 (and .bf16)."""
@@ -79,4 +79,4 @@ def engine_compression(compressor, is_float32):
     code = getattr(compressor, "kolo_code", None)
     if code is None:
         return None
-    return code if code == _core.COMPRESSION_NONE or is_float32 else None
+    return code if code == COMPRESSION_NONE or is_float32 else None

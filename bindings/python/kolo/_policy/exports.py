@@ -1,10 +1,11 @@
 """The names every binding exports, defined once. `from kolo._policy.exports import *` gives a binding
 the shared ones (lifecycle, queries, process sets, reduce ops, errors, the mesh); it adds the ones it
 supplies itself (PER_BINDING: its collectives, compression and object collectives) and its own."""
-from kolo._core import (HorovodInternalError, KoloError, KoloValueError, ccl_built, cross_rank,  # noqa: F401
-                        cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous,
-                        is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
-                        nccl_built, rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
+from kolo._errors import HorovodInternalError, KoloError, KoloValueError  # noqa: F401
+from kolo._lifecycle import (cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank,  # noqa: F401
+                             local_size, mpi_threads_supported, rank, shutdown, size)
+from kolo._queries import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, mpi_built,  # noqa: F401
+                           mpi_enabled, nccl_built, rocm_built, start_timeline, stop_timeline)
 from kolo._mesh import Mesh, mesh  # noqa: F401
 from kolo._policy.scaling import Adasum, Average, Max, Min, Product, Sum  # noqa: F401
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set  # noqa: F401

@@ -5,7 +5,7 @@ import pickle
 
 import numpy as np
 
-from kolo import _core, _process_sets
+from kolo import _lifecycle, _process_sets
 from kolo._process_sets import global_process_set
 
 
@@ -27,7 +27,7 @@ class ObjectCollectives:
         """root_rank's `obj` (anything pickle takes) on every rank (of the set)."""
         _process_sets.set_id(process_set, "broadcast_object")  # registered, or a clear error before any op
         name = name or type(obj).__name__
-        root = _core.rank() == root_rank
+        root = _lifecycle.rank() == root_rank
         mine = _as_bytes(obj) if root else np.zeros(0, np.uint8)
         length = self._broadcast(np.array([mine.size], np.int64), "broadcast_object.%s.size" % name, root_rank,
                                  process_set)

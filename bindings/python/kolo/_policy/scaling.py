@@ -1,8 +1,9 @@
 """Reduce ops and scaling, as every binding applies them: Horovod's op names, its `average` spelling,
 and the gradient predivide factor's split into the factors kolo multiplies before and after the sum."""
-from kolo import _core
+from kolo._abi import ADASUM, AVERAGE, MAX, MIN, PRODUCT, SUM
+from kolo._errors import KoloError
 
-Sum, Average, Min, Max, Product, Adasum = _core.SUM, _core.AVERAGE, _core.MIN, _core.MAX, _core.PRODUCT, _core.ADASUM
+Sum, Average, Min, Max, Product, Adasum = SUM, AVERAGE, MIN, MAX, PRODUCT, ADASUM
 OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
 PREDIVIDE_NEEDS_AVERAGE = "gradient_predivide_factor applies to op=Average only"
@@ -37,5 +38,5 @@ def predivide(op, gradient_predivide_factor):
 def check_differentiable(op, collective="an allreduce"):
     """Only Sum and Average have a gradient (the same reduction of the gradients)."""
     if op not in (Sum, Average):
-        raise _core.KoloError("the gradient of %s with op %s is not defined; use Sum or Average"
-                              % (collective, OP_NAMES.get(op, op)))
+        raise KoloError("the gradient of %s with op %s is not defined; use Sum or Average"
+                        % (collective, OP_NAMES.get(op, op)))

@@ -16,7 +16,7 @@ next commit. Where the job runs decides how:
 - Anywhere else (plain mpirun, kolorun without elastic options): commits are kept in memory in the
   process, ``restore()`` works, and a lost peer ends the job with kolo's error, as in a non-elastic job.
 """
-from kolo._core import HorovodInternalError, KoloError, PeersFailedError
+from kolo._errors import HorovodInternalError, KoloError, PeersFailedError
 from kolo.elastic.runner import HostsUpdatedInterrupt, is_elastic_launch, run_fn
 from kolo.elastic.state import ObjectState, State
 

@@ -15,8 +15,9 @@ import time
 
 import numpy as np
 
-from kolo import _core, _host
-from kolo._core import KoloError, PeersFailedError
+from kolo import _host, _lifecycle
+from kolo._abi import ABORTED, MAX
+from kolo._errors import KoloError, PeersFailedError
 
 RESTART_EXIT = 75  # a planned restart (EX_TEMPFAIL): kolorun does not count it as a failure
 
@@ -75,12 +76,12 @@ def hosts_changed_everywhere():
     if not is_elastic_launch():
         return False
     flag = np.array([1 if _hosts_changed else 0], np.int32)
-    return bool(_host.allreduce([flag], ["kolo.elastic.hosts_changed"], _core.MAX)[0][0])
+    return bool(_host.allreduce([flag], ["kolo.elastic.hosts_changed"], MAX)[0][0])
 
 
 def persist(state):
     """Under an elastic kolorun, one rank per host keeps the commit in the host's memory."""
-    if is_elastic_launch() and _core.local_rank() == 0:
+    if is_elastic_launch() and _lifecycle.local_rank() == 0:
         _store().write(state._commit_number, state.serialize)
 
 
@@ -91,7 +92,7 @@ def _resume(state):
                               ["kolo.elastic.commits"])[0]
     newest = int(numbers.max())
     root = int(np.flatnonzero(numbers == newest)[0]) if newest >= 0 else 0
-    if newest >= 0 and _core.rank() == root:
+    if newest >= 0 and _lifecycle.rank() == root:
         number, payload = store.newest()
         if number != newest:  # replaced under us: only a writer of this job could, and none runs yet
             raise KoloError("kolo.elastic: commit %d on rank %d changed while resuming" % (newest, root))
@@ -102,9 +103,9 @@ def _resume(state):
         state.sync()
     finally:
         state.sync_root_rank = 0
-    if newest >= 0 and _core.rank() == 0:
+    if newest >= 0 and _lifecycle.rank() == 0:
         print("kolo.elastic: attempt %d on %d ranks resumes from commit %d (kept on rank %d's host)"
-              % (_attempt(), _core.size(), newest, root), file=sys.stderr, flush=True)
+              % (_attempt(), _lifecycle.size(), newest, root), file=sys.stderr, flush=True)
 
 
 # In every message of a peers' failure (kPeersFailedWords in src/comm/mpi/mpi_fault.h).
@@ -130,7 +131,7 @@ def _recover(state):
     outputs."""
     while True:
         try:
-            _core.recover_in_place()
+            _lifecycle.recover_in_place()
             state.restore()
             state.sync()
             return
@@ -151,17 +152,18 @@ def _run_in_place(func, state, args, kwargs):
         except Exception as e:  # noqa: BLE001 - a framework's own error may carry kolo's (TensorFlow's ops')
             if not _peers_failed(e):
                 raise
-            before, start = (_core.rank(), _core.size()), time.perf_counter()
+            before, start = (_lifecycle.rank(), _lifecycle.size()), time.perf_counter()
             _recover(state)
             print("kolo.elastic: rank %d of %d: %s\nkolo.elastic: in place: now rank %d of %d, from commit %d "
-                  "(restore, shrink, restart and sync: %.3f s)" % (before[0], before[1], e, _core.rank(), _core.size(),
-                                                                 state._commit_number, time.perf_counter() - start),
+                  "(restore, shrink, restart and sync: %.3f s)"
+                  % (before[0], before[1], e, _lifecycle.rank(), _lifecycle.size(), state._commit_number,
+                     time.perf_counter() - start),
                   file=sys.stderr, flush=True)
-            if _core.size() < _min_np():
+            if _lifecycle.size() < _min_np():
                 # Every survivor sees the same size: all end the attempt, and an elastic kolorun
                 # restarts the job from the last commit once --min-np slots are there.
                 raise KoloError("kolo.elastic: %d ranks left in place, fewer than --min-np %d; ending this attempt"
-                                % (_core.size(), _min_np()), _core.ABORTED)
+                                % (_lifecycle.size(), _min_np()), ABORTED)
             state.on_reset()
 
 
@@ -170,7 +172,7 @@ def run_fn(func):
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
-        in_place = _core.in_place_recovery()
+        in_place = _lifecycle.in_place_recovery()
         if not is_elastic_launch():
             state.sync()
             if in_place:
@@ -189,15 +191,15 @@ def run_fn(func):
         except HostsUpdatedInterrupt:
             # Every rank agreed at a commit (check_host_updates): kolorun restarts the job on the new
             # hosts, from that commit.
-            _core.shutdown()
-            _core._exiting_with(RESTART_EXIT)
+            _lifecycle.shutdown()
+            _lifecycle._exiting_with(RESTART_EXIT)
             sys.exit(RESTART_EXIT)
         except KoloError as e:
             print("kolo.elastic: rank %d: %s\nkolo.elastic: the job goes back to commit %d"
-                  % (_core.rank(), e, state._commit_number), file=sys.stderr, flush=True)
+                  % (_lifecycle.rank(), e, state._commit_number), file=sys.stderr, flush=True)
             raise
         _host.barrier()  # everyone is done with the commits before they go
-        if _core.local_rank() == 0:
+        if _lifecycle.local_rank() == 0:
             _store().clear()
         return result
 

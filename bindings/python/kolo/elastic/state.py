@@ -2,7 +2,7 @@
 every rank to before it trains (sync). Framework bindings subclass it (kolo.torch.elastic.TorchState)."""
 import pickle
 
-from kolo._core import KoloError
+from kolo._errors import KoloError
 from kolo.elastic import runner
 
 

@@ -13,8 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kolo import _core, _process_sets
-from kolo._core import KoloError, KoloValueError
+from kolo import _lifecycle, _process_sets
+from kolo._abi import ABORTED, INTERNAL, INVALID_ARGUMENT, MISMATCH, OK, PEERS_FAILED, TIMEOUT, UNSUPPORTED, _C
+from kolo._errors import KoloError, KoloValueError, error_for
 from kolo._policy.naming import Namer
 from kolo._policy.scaling import OP_NAMES as _OP_NAMES, Adasum, Average, Max, Min, Product, Sum  # noqa: F401
 from kolo._process_sets import global_process_set
@@ -30,13 +31,13 @@ _SUPPORTED_TEXT = "uint8, int8, uint16, int16, int32, int64, float16, bfloat16, 
 _namer = Namer("jax")
 
 # XLA's status names, as the handlers map kolo's codes to them (src/jax_ffi.cc).
-_CODES = {"INVALID_ARGUMENT": _core.INVALID_ARGUMENT, "FAILED_PRECONDITION": _core.MISMATCH,
-          "ABORTED": _core.ABORTED, "UNIMPLEMENTED": _core.UNSUPPORTED, "DEADLINE_EXCEEDED": _core.TIMEOUT,
-          "UNAVAILABLE": _core.PEERS_FAILED}
+_CODES = {"INVALID_ARGUMENT": INVALID_ARGUMENT, "FAILED_PRECONDITION": MISMATCH,
+          "ABORTED": ABORTED, "UNIMPLEMENTED": UNSUPPORTED, "DEADLINE_EXCEEDED": TIMEOUT,
+          "UNAVAILABLE": PEERS_FAILED}
 
 
 def _rank():
-    return _core.rank() if _core.is_initialized() else -1
+    return _lifecycle.rank() if _lifecycle.is_initialized() else -1
 
 
 # Collectives that only move bytes (broadcast, allgather) carry other dtypes as a supported dtype
@@ -60,7 +61,7 @@ def _from_bits(leaf, dtype):
 def _flatten(tree, name, op, process_set, moves_bytes=False):
     """The tree's leaves as arrays kolo takes, their names, and for each the dtype it was carried
     as bits for (None: unchanged)."""
-    if not _core.is_initialized():
+    if not _lifecycle.is_initialized():
         raise ValueError("kolo is not initialized: call kolo.jax.init() before %s()" % op)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(tree)
     base = _namer.name(name, op, process_set)
@@ -69,7 +70,7 @@ def _flatten(tree, name, op, process_set, moves_bytes=False):
         leaf_name = base + jax.tree_util.keystr(path)
         if "\n" in leaf_name:
             raise KoloValueError("tensor %r on rank %d: a name may not contain a newline" % (leaf_name, _rank()),
-                                 _core.INVALID_ARGUMENT)
+                                 INVALID_ARGUMENT)
         if not isinstance(leaf, jax.Array):
             leaf = jnp.asarray(leaf)
         original = None
@@ -79,7 +80,7 @@ def _flatten(tree, name, op, process_set, moves_bytes=False):
                 leaf, original = bits, leaf.dtype
         if leaf.dtype not in _SUPPORTED:
             raise KoloValueError("tensor '%s' on rank %d: input has dtype %s; kolo supports %s"
-                                 % (leaf_name, _rank(), leaf.dtype, _SUPPORTED_TEXT), _core.INVALID_ARGUMENT)
+                                 % (leaf_name, _rank(), leaf.dtype, _SUPPORTED_TEXT), INVALID_ARGUMENT)
         leaves.append(leaf)
         names.append(leaf_name)
         carried.append(original)
@@ -96,8 +97,8 @@ def _kolo_error(error):
     head, sep, message = text.partition("kolo: ")
     if not sep:
         return None
-    code = next((c for status, c in _CODES.items() if status in head), _core.INTERNAL)
-    return _core.error_for(code, message.strip())
+    code = next((c for status, c in _CODES.items() if status in head), INTERNAL)
+    return error_for(code, message.strip())
 
 
 def _call(kind, leaves, results, names, in_place=False, **attributes):
@@ -120,9 +121,9 @@ def _call(kind, leaves, results, names, in_place=False, **attributes):
 
 def _members(set_id):
     """The set's job ranks, and this rank's place among them."""
-    code, message, ranks, rank = _core._C.process_set_ranks(set_id)
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    code, message, ranks, rank = _C.process_set_ranks(set_id)
+    if code != OK:
+        raise error_for(code, message)
     return ranks, rank
 
 
@@ -132,7 +133,7 @@ def _check_scaling(leaves, names, prescale_factor, postscale_factor):
     for leaf, leaf_name in zip(leaves, names):
         if leaf.dtype == jnp.bool_:
             raise KoloValueError("tensor '%s' on rank %d: prescale and postscale factors do not apply to bool "
-                                 "tensors (their reductions are logical)" % (leaf_name, _rank()), _core.INVALID_ARGUMENT)
+                                 "tensors (their reductions are logical)" % (leaf_name, _rank()), INVALID_ARGUMENT)
 
 
 def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -148,7 +149,7 @@ def allreduce(tree, op=Average, name=None, prescale_factor=1.0, postscale_factor
         return tree
     if op not in (Sum, Average, Min, Max, Product, Adasum):
         raise KoloValueError("tensor '%s' on rank %d: unknown reduce op %r" % (names[0], _rank(), op),
-                             _core.INVALID_ARGUMENT)
+                             INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
     outs = _reduce(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor), set_id)
     return jax.tree_util.tree_unflatten(treedef, list(outs))
@@ -197,9 +198,9 @@ def allgather(tree, name=None, process_set=global_process_set):
         if leaf.ndim == 0:
             raise KoloValueError("tensor '%s' on rank %d: allgather needs at least one dimension (the rows it "
                                  "concatenates); reshape a scalar to (1,)" % (leaf_name, _rank()),
-                                 _core.INVALID_ARGUMENT)
+                                 INVALID_ARGUMENT)
     set_id = _process_sets.set_id(process_set, "allgather of tensor '%s'" % names[0])
-    ranks = _core.size() if set_id == 0 else len(_members(set_id)[0])
+    ranks = _lifecycle.size() if set_id == 0 else len(_members(set_id)[0])
     if _traced(leaves):
         rows = [leaf.shape[0] * ranks for leaf in leaves]
     else:
@@ -226,11 +227,11 @@ def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_fa
         return tree
     if op not in (Sum, Average):
         raise KoloValueError("tensor '%s' on rank %d: reducescatter reduces with Average or Sum, not op %r"
-                             % (names[0], _rank(), op), _core.INVALID_ARGUMENT)
+                             % (names[0], _rank(), op), INVALID_ARGUMENT)
     for leaf, leaf_name in zip(leaves, names):
         if leaf.ndim == 0:
             raise KoloValueError("tensor '%s' on rank %d: reducescatter needs at least one dimension (the rows it "
-                                 "scatters); reshape a scalar to (1,)" % (leaf_name, _rank()), _core.INVALID_ARGUMENT)
+                                 "scatters); reshape a scalar to (1,)" % (leaf_name, _rank()), INVALID_ARGUMENT)
     _check_scaling(leaves, names, prescale_factor, postscale_factor)
     set_id = _process_sets.set_id(process_set, "reducescatter of tensor '%s'" % names[0])
     outs = _scatter(tuple(leaves), tuple(names), int(op), float(prescale_factor), float(postscale_factor), set_id)
@@ -241,7 +242,7 @@ def reducescatter(tree, op=Average, name=None, prescale_factor=1.0, postscale_fa
 def _scatter(leaves, names, op, prescale, postscale, set_id):
     members, rank = _members(set_id)
     ranks = len(members)
-    results = [jax.ShapeDtypeStruct((_core._C.reducescatter_rows(leaf.shape[0], rank, ranks),) + tuple(leaf.shape[1:]),
+    results = [jax.ShapeDtypeStruct((_C.reducescatter_rows(leaf.shape[0], rank, ranks),) + tuple(leaf.shape[1:]),
                                     leaf.dtype) for leaf in leaves]
     return tuple(_call("reducescatter", list(leaves), results, list(names), op=np.int32(op),
                        prescale=np.float64(prescale), postscale=np.float64(postscale),
@@ -281,9 +282,9 @@ def broadcast(tree, root_rank=0, name=None, process_set=global_process_set):
     _, leaves, names, carried, treedef = _flatten(tree, name, "broadcast", process_set, moves_bytes=True)
     if not leaves:
         return tree
-    if not 0 <= int(root_rank) < _core.size():
+    if not 0 <= int(root_rank) < _lifecycle.size():
         raise KoloValueError("tensor '%s' on rank %d: root_rank %d is not a rank of this job (size %d)"
-                             % (names[0], _rank(), root_rank, _core.size()), _core.INVALID_ARGUMENT)
+                             % (names[0], _rank(), root_rank, _lifecycle.size()), INVALID_ARGUMENT)
     set_id = _process_sets.set_id(process_set, "broadcast of tensor '%s'" % names[0])
     results = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
     outs = _call("broadcast", leaves, results, names, in_place=True, root_rank=np.int32(root_rank),
@@ -299,10 +300,10 @@ def broadcast_variables(variables, root_rank=0, process_set=global_process_set):
 
 def barrier(process_set=global_process_set):
     """Returns once every rank (of the process set) has called it."""
-    handle = _core._C.barrier_async(_process_sets.set_id(process_set, "barrier"))
-    code, message, _ = _core._C.wait(handle)
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    handle = _C.barrier_async(_process_sets.set_id(process_set, "barrier"))
+    code, message, _ = _C.wait(handle)
+    if code != OK:
+        raise error_for(code, message)
 
 
 __all__ = ["Sum", "Average", "Min", "Max", "Product", "Adasum", "KoloError", "KoloValueError", "allreduce", "allgather",

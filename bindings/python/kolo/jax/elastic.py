@@ -18,7 +18,8 @@ import pickle
 import jax
 import numpy as np
 
-from kolo import _core, _host_objects
+from kolo import _host_objects, _lifecycle
+from kolo._errors import KoloError
 from kolo.elastic import HostsUpdatedInterrupt, ObjectState, PeersFailedError, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.jax.collectives import broadcast
 
@@ -44,7 +45,7 @@ class JaxState(ObjectState):
         for name in self._array_names:
             object.__setattr__(self, name, kwargs.pop(name))
         self._saved_arrays = {}
-        super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_core.rank, **kwargs)
+        super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_lifecycle.rank, **kwargs)
         self._save_arrays()
 
     def _save_arrays(self):
@@ -82,8 +83,8 @@ class JaxState(ObjectState):
     def deserialize(self, payload):
         data = pickle.loads(payload)
         if sorted(data["arrays"]) != self._array_names:
-            raise _core.KoloError("kolo.elastic: the commit holds arrays %s, this state %s"
-                                  % (sorted(data["arrays"]), self._array_names))
+            raise KoloError("kolo.elastic: the commit holds arrays %s, this state %s"
+                            % (sorted(data["arrays"]), self._array_names))
         self._saved_arrays = {name: (values, self._saved_arrays[name][1]) for name, values in data["arrays"].items()}
         self._saved_state = data["attrs"]
         self.restore()

@@ -7,7 +7,7 @@ import keras
 import tensorflow as tf
 
 from kolo import _host, _process_sets
-from kolo._core import _C
+from kolo._abi import _C
 
 try:
     from kolo.tensorflow import mpi_ops as _ops

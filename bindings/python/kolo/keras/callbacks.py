@@ -4,7 +4,8 @@ import numpy as np
 
 import keras
 
-from kolo import _core
+from kolo import _lifecycle
+from kolo._abi import AVERAGE
 from kolo.keras import _backend, functions
 
 
@@ -56,7 +57,7 @@ class MetricAverageCallback(keras.callbacks.Callback):
         if not keys:
             return
         values = np.asarray([logs[k] for k in keys], np.float32)
-        averaged = np.asarray(_backend.allreduce(values, "metric_average.%d" % epoch, _core.AVERAGE))
+        averaged = np.asarray(_backend.allreduce(values, "metric_average.%d" % epoch, AVERAGE))
         for key, value in zip(keys, averaged):
             logs[key] = float(value)
 
@@ -161,7 +162,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
             # Shifted by one batch so that the rate is round at the end of each epoch: initial_lr at
             # the last batch of warmup. Horovod's formula.
             epoch += 1.0 / self.steps_per_epoch
-            size = _core.size()
+            size = _lifecycle.size()
             return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
 
         super().__init__(initial_lr, multiplier, start_epoch=0, end_epoch=warmup_epochs, staircase=False,
@@ -170,7 +171,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
 
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
-        if epoch == self.warmup_epochs - 1 and self.verbose and _core.rank() == 0:
+        if epoch == self.warmup_epochs - 1 and self.verbose and _lifecycle.rank() == 0:
             print("\nEpoch %d: finished gradual learning rate warmup to %g." % (epoch + 1, self.initial_lr))
 
 
@@ -198,5 +199,5 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
         super().on_train_begin(logs)
 
     def _save_model(self, epoch, batch, logs):
-        if _core.rank() == 0:
+        if _lifecycle.rank() == 0:
             super()._save_model(epoch, batch, logs)

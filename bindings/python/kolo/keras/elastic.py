@@ -3,7 +3,7 @@ KerasState and the model.fit callbacks that keep it (CommitStateCallback, Update
 UpdateEpochStateCallback), on any Keras 3 backend. See kolo.elastic for how a job survives a failure."""
 import keras
 
-from kolo import _core, _host_objects
+from kolo import _host_objects, _lifecycle
 from kolo.elastic import HostsUpdatedInterrupt, ObjectState, PeersFailedError, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.elastic.state import VariablesState
 from kolo.keras import functions
@@ -23,7 +23,7 @@ class KerasState(VariablesState):
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
         kwargs.setdefault("epoch", 0)
         kwargs.setdefault("batch", 0)
-        super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_core.rank, **kwargs)
+        super().__init__(bcast_object=_host_objects.broadcast_object, get_rank=_lifecycle.rank, **kwargs)
 
     def _variables(self):
         return functions.model_and_optimizer_variables(self.model, optimizer=self.optimizer)

@@ -3,7 +3,9 @@ them, on Keras' JAX or TensorFlow backend: in a custom training loop, in a callb
 each rank's losses (`kolo.allgather(losses)`). Each returns a value of the backend's tensor type."""
 import numpy as np
 
-from kolo._core import ADASUM, AVERAGE, SUM, KoloValueError, INVALID_ARGUMENT, rank as _rank
+from kolo._abi import ADASUM, AVERAGE, INVALID_ARGUMENT, SUM
+from kolo._errors import KoloValueError
+from kolo._lifecycle import rank as _rank
 from kolo._policy.scaling import op_of
 from kolo._process_sets import global_process_set
 from kolo.keras import _backend

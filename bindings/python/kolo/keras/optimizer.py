@@ -2,8 +2,8 @@
 are reduced across ranks inside the train step, before the optimizer applies them."""
 import keras
 
-from kolo import _core, _process_sets
-from kolo._core import ADASUM, AVERAGE, SUM
+from kolo import _lifecycle, _process_sets
+from kolo._abi import ADASUM, AVERAGE, SUM
 from kolo._policy import scaling
 from kolo.keras import _backend
 from kolo.keras.compression import Compression
@@ -35,7 +35,7 @@ class _Distributed:
         if variables is None or len(variables) != len(grads):
             raise RuntimeError("kolo.keras.DistributedOptimizer on rank %d: Keras handed %d gradients to clip for %s "
                                "variables; this version of Keras applies gradients in a way kolo does not know"
-                               % (_core.rank(), len(grads), "unknown" if variables is None else len(variables)))
+                               % (_lifecycle.rank(), len(grads), "unknown" if variables is None else len(variables)))
         if self.gradient_accumulation_steps and keras.backend.backend() == "jax":
             # Keras' JAX optimizer clips on every step and keeps the update only on update steps;
             # reduce only there, so that the other steps do not communicate.

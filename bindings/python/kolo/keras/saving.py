@@ -1,7 +1,7 @@
 """load_model: a saved Keras model, its optimizer made distributed again with its state."""
 import keras
 
-from kolo._core import AVERAGE
+from kolo._abi import AVERAGE
 from kolo.keras.compression import Compression
 from kolo.keras.optimizer import _make_distributed
 

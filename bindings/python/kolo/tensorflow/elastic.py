@@ -3,7 +3,7 @@ See kolo.elastic for how a job survives a failure and takes new hosts (eager Ten
 sessions are not supported here)."""
 import tensorflow as tf
 
-from kolo import _core
+from kolo import _lifecycle
 from kolo.elastic import HostsUpdatedInterrupt, ObjectState, PeersFailedError, State, run_fn  # noqa: F401 (Horovod's names)
 from kolo.elastic.state import VariablesState
 from kolo.tensorflow import functions
@@ -22,7 +22,7 @@ class TensorFlowState(VariablesState):
         if session is not None or not tf.executing_eagerly():
             raise ValueError("kolo.tensorflow.elastic needs eager TensorFlow 2 (no tf.compat.v1 session)")
         self._variables_given = variables
-        super().__init__(bcast_object=functions.broadcast_object, get_rank=_core.rank, **kwargs)
+        super().__init__(bcast_object=functions.broadcast_object, get_rank=_lifecycle.rank, **kwargs)
 
     def _variables(self):
         return list(self._variables_given if self._variables_given is not None else [])

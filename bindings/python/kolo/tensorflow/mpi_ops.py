@@ -10,8 +10,9 @@ import os
 
 import tensorflow as tf
 
-from kolo import _core, _process_sets
-from kolo._core import KoloValueError
+from kolo import _lifecycle, _process_sets
+from kolo._abi import INVALID_ARGUMENT, OK, _C
+from kolo._errors import KoloValueError, error_for
 from kolo._policy import scaling
 from kolo._policy.naming import Namer
 from kolo._policy.scaling import OP_NAMES as _OP_NAMES, Adasum, Average, Max, Min, Product, Sum  # noqa: F401
@@ -44,7 +45,7 @@ _namer = Namer("tf")
 
 
 def _rank():
-    return _core.rank() if _core.is_initialized() else -1
+    return _lifecycle.rank() if _lifecycle.is_initialized() else -1
 
 
 def _name(name, kind, process_set=None):
@@ -55,10 +56,10 @@ def _check(tensor, name, kind, rows=False):
     tensor = tf.convert_to_tensor(tensor)
     if tensor.dtype not in _SUPPORTED:
         raise KoloValueError("%s of tensor '%s' on rank %d: dtype %s; kolo supports %s" % (
-            kind, name, _rank(), tensor.dtype.name, ", ".join(t.name for t in _SUPPORTED)), _core.INVALID_ARGUMENT)
+            kind, name, _rank(), tensor.dtype.name, ", ".join(t.name for t in _SUPPORTED)), INVALID_ARGUMENT)
     if rows and tensor.shape.rank == 0:
         raise KoloValueError("%s of tensor '%s' on rank %d: needs at least one dimension (the rows); reshape a scalar "
-                             "to (1,)" % (kind, name, _rank()), _core.INVALID_ARGUMENT)
+                             "to (1,)" % (kind, name, _rank()), INVALID_ARGUMENT)
     return tensor
 
 
@@ -67,9 +68,9 @@ _op_of = scaling.op_of
 
 def _set_place(set_id):
     """This rank's place in the set and the set's size."""
-    code, message, ranks, rank = _core._C.process_set_ranks(set_id)
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    code, message, ranks, rank = _C.process_set_ranks(set_id)
+    if code != OK:
+        raise error_for(code, message)
     return rank, len(ranks)
 
 
@@ -86,7 +87,7 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     tensor = _check(tensor, name, "allreduce")
     if op not in _OP_NAMES:
         raise KoloValueError("allreduce of tensor '%s' on rank %d: unknown op %r" % (name, _rank(), op),
-                             _core.INVALID_ARGUMENT)
+                             INVALID_ARGUMENT)
     return _ops.kolo_allreduce(tensor, tensor_name=name, reduce_op=int(op), prescale_factor=float(prescale_factor),
                                postscale_factor=float(postscale_factor),
                                process_set_id=_process_sets.set_id(process_set, "allreduce of tensor '%s'" % name))
@@ -111,7 +112,7 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
     tensors = [_check(t, "%s.%d" % (name, i), "allreduce") for i, t in enumerate(tensors)]
     if op not in _OP_NAMES:
         raise KoloValueError("allreduce of tensors '%s.*' on rank %d: unknown op %r" % (name, _rank(), op),
-                             _core.INVALID_ARGUMENT)
+                             INVALID_ARGUMENT)
     if not tensors:
         return []
     return _ops.kolo_grouped_allreduce(
@@ -177,7 +178,7 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
 def _broadcast_grad(op, grad):
     averaged = _ops.kolo_allreduce(grad, tensor_name=_attr_name(op) + ".grad", reduce_op=Average,
                                    process_set_id=op.get_attr("process_set_id"))
-    return averaged if _core.rank() == op.get_attr("root_rank") else averaged * 0
+    return averaged if _lifecycle.rank() == op.get_attr("root_rank") else averaged * 0
 
 
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
@@ -216,7 +217,7 @@ def _reducescatter(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_fac
     tensor = _check(tensor, name, "reducescatter", rows=True)
     if op not in (Sum, Average):
         raise KoloValueError("reducescatter of tensor '%s' on rank %d: reduces with Average or Sum, not op %r"
-                             % (name, _rank(), op), _core.INVALID_ARGUMENT)
+                             % (name, _rank(), op), INVALID_ARGUMENT)
     return _ops.kolo_reducescatter(tensor, tensor_name=name, reduce_op=int(op), prescale_factor=float(prescale_factor),
                                    postscale_factor=float(postscale_factor),
                                    process_set_id=_process_sets.set_id(process_set,
@@ -257,15 +258,15 @@ def size_op(process_set_id=0, name=None):
 
 
 def local_size_op(name=None):
-    return tf.constant(_core.local_size(), dtype=tf.int32, name=name)
+    return tf.constant(_lifecycle.local_size(), dtype=tf.int32, name=name)
 
 
 def rank_op(name=None):
-    return tf.constant(_core.rank(), dtype=tf.int32, name=name)
+    return tf.constant(_lifecycle.rank(), dtype=tf.int32, name=name)
 
 
 def local_rank_op(name=None):
-    return tf.constant(_core.local_rank(), dtype=tf.int32, name=name)
+    return tf.constant(_lifecycle.local_rank(), dtype=tf.int32, name=name)
 
 
 def process_set_included_op(process_set_id=0, name=None):

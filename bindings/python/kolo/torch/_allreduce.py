@@ -1,8 +1,8 @@
 """allreduce on torch tensors: one tensor or a group, in place or not, blocking, async or with autograd."""
 import torch
 
-from kolo import _core
-from kolo._core import _C
+from kolo._abi import COMPRESSION_NONE, OK, _C
+from kolo._errors import error_for
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
 from kolo.torch._descriptors import _describe, _name
@@ -22,7 +22,7 @@ def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
 
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
-                     compression=_core.COMPRESSION_NONE):
+                     compression=COMPRESSION_NONE):
     handle = _C.allreduce_async(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
                                                  process_set, compression))
     return _add(handle, (tensor, output), lambda _: output, tensor)
@@ -36,13 +36,13 @@ def _allreduce_now(tensor, output, name, op, prescale_factor, postscale_factor, 
                                             compression))
     code, message = _C.allreduce(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
                                                   process_set, compression))
-    if code != _core.OK:
-        raise _core.error_for(code, message)
+    if code != OK:
+        raise error_for(code, message)
     return output
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                    process_set=global_process_set, _compression=_core.COMPRESSION_NONE):
+                    process_set=global_process_set, _compression=COMPRESSION_NONE):
     """Starts an allreduce of `tensor` into a new tensor; synchronize(handle) returns it."""
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _allreduce_async(tensor, output, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
@@ -50,7 +50,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                     process_set=global_process_set, _compression=_core.COMPRESSION_NONE):
+                     process_set=global_process_set, _compression=COMPRESSION_NONE):
     """Starts an in-place allreduce of `tensor`."""
     return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
                             _compression)
@@ -85,13 +85,13 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     from kolo.torch.compression import Compression
     compression = compression or Compression.none
     code = engine_compression(compression, tensor.dtype == torch.float32)
-    if code is not None and _op_of(op, average) == Adasum and code != _core.COMPRESSION_NONE:
+    if code is not None and _op_of(op, average) == Adasum and code != COMPRESSION_NONE:
         code = None  # Adasum combines in the tensor's own dtype: the cast happens here, as in Horovod
     if code is not None:  # kolo casts in its pack and unpack
         return _Allreduce.apply(tensor, name, _op_of(op, average), prescale_factor, postscale_factor, code, process_set)
     compressed, ctx = compression.compress(tensor)
     reduced = _Allreduce.apply(compressed, name, _op_of(op, average), prescale_factor, postscale_factor,
-                               _core.COMPRESSION_NONE, process_set)
+                               COMPRESSION_NONE, process_set)
     return compression.decompress(reduced, ctx)
 
 
@@ -99,7 +99,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
                process_set=global_process_set):
     """Reduces `tensor` in place and returns it."""
     return _allreduce_now(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
-                          _core.COMPRESSION_NONE)
+                          COMPRESSION_NONE)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,

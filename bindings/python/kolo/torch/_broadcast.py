@@ -1,7 +1,8 @@
 """broadcast on torch tensors: in place or not, async or with autograd."""
 import torch
 
-from kolo._core import _C, rank
+from kolo._abi import _C
+from kolo._lifecycle import rank
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
 from kolo.torch._allreduce import allreduce_async

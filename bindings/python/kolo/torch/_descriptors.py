@@ -1,23 +1,24 @@
 """torch tensors as kolo's C ABI takes them (descriptors), and kolo's outputs back as torch tensors."""
 import torch
 
-from kolo import _core
-from kolo._core import KoloValueError, _C
+from kolo._abi import (BFLOAT16, BOOL, CPU, CUDA, FLOAT16, FLOAT32, FLOAT64, INT16, INT32, INT64, INT8,
+                       INVALID_ARGUMENT, UINT16, UINT8, _C)
+from kolo._errors import KoloValueError
 
 _DTYPES = {
-    torch.uint8: _core.UINT8,
-    torch.int8: _core.INT8,
-    torch.int16: _core.INT16,
-    torch.int32: _core.INT32,
-    torch.int64: _core.INT64,
-    torch.float16: _core.FLOAT16,
-    torch.bfloat16: _core.BFLOAT16,
-    torch.float32: _core.FLOAT32,
-    torch.float64: _core.FLOAT64,
-    torch.bool: _core.BOOL,
+    torch.uint8: UINT8,
+    torch.int8: INT8,
+    torch.int16: INT16,
+    torch.int32: INT32,
+    torch.int64: INT64,
+    torch.float16: FLOAT16,
+    torch.bfloat16: BFLOAT16,
+    torch.float32: FLOAT32,
+    torch.float64: FLOAT64,
+    torch.bool: BOOL,
 }
 if hasattr(torch, "uint16"):  # torch 2.3 and later
-    _DTYPES[torch.uint16] = _core.UINT16
+    _DTYPES[torch.uint16] = UINT16
 _DTYPES_TEXT = ", ".join(str(t).replace("torch.", "") for t in _DTYPES)
 
 
@@ -26,18 +27,18 @@ def _describe(tensor, name, role="input"):
     non-contiguous tensors, naming them."""
     if not isinstance(tensor, torch.Tensor):
         raise KoloValueError("tensor '%s': expected a torch.Tensor as %s, got %s"
-                             % (name or "(unnamed)", role, type(tensor).__name__), _core.INVALID_ARGUMENT)
+                             % (name or "(unnamed)", role, type(tensor).__name__), INVALID_ARGUMENT)
     code = _DTYPES.get(tensor.dtype)
     if code is None:
         raise KoloValueError(
             "tensor '%s' on rank %d: %s has dtype %s; kolo supports %s"
             % (name or "(unnamed)", _C.rank(), role, tensor.dtype, _DTYPES_TEXT),
-            _core.INVALID_ARGUMENT)
+            INVALID_ARGUMENT)
     if tensor.is_cuda:
-        device_type, index = _core.CUDA, tensor.device.index
+        device_type, index = CUDA, tensor.device.index
         stream = torch.cuda.current_stream(tensor.device).cuda_stream
     else:
-        device_type, index, stream = _core.CPU, 0, 0
+        device_type, index, stream = CPU, 0, 0
     return (tensor.data_ptr(), code, tuple(tensor.shape), tuple(tensor.stride()), device_type, index, stream)
 
 

@@ -2,10 +2,10 @@
 that stand for a group of ops."""
 import torch
 
-from kolo import _core
-from kolo._core import KoloError
+from kolo._errors import KoloError
+from kolo._handles import Handles
 
-_handles = _core.Handles()
+_handles = Handles()
 
 
 def _consumer_stream(tensor):

@@ -1,5 +1,5 @@
 """barrier and join: waiting for the other ranks, with no tensor of this rank's to move."""
-from kolo._core import _C
+from kolo._abi import _C
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
 from kolo.torch._handles import _handles

@@ -2,8 +2,8 @@
 reducescatter, and the allreduce of a sparse tensor (an allgather of its indices and values)."""
 import torch
 
-from kolo import _core
-from kolo._core import KoloValueError, _C
+from kolo._abi import INVALID_ARGUMENT, _C
+from kolo._errors import KoloValueError
 from kolo._policy.scaling import check_differentiable
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id, set_rank as _set_rank, set_size as _set_size
@@ -129,7 +129,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     extra ones)."""
     if tensor.dim() == 0:
         raise KoloValueError("reducescatter of tensor '%s': needs at least one dimension" % (name or "(unnamed)"),
-                             _core.INVALID_ARGUMENT)
+                             INVALID_ARGUMENT)
     set_id = _set_id(process_set, "reducescatter of tensor '%s'", name or "(unnamed)")
     rows = _C.reducescatter_rows(tensor.shape[0], _set_rank(process_set), _set_size(process_set))
     output = tensor.new_empty((rows,) + tuple(tensor.shape[1:]))
@@ -187,10 +187,10 @@ def sparse_allreduce_async(tensor, name=None, op=Average, process_set=global_pro
     sparse tensor of the same size, coalesced."""
     if not tensor.is_sparse:
         raise KoloValueError("sparse_allreduce_async of tensor '%s': expected a sparse COO tensor"
-                             % (name or "(unnamed)"), _core.INVALID_ARGUMENT)
+                             % (name or "(unnamed)"), INVALID_ARGUMENT)
     if op not in (Sum, Average):
         raise KoloValueError("sparse_allreduce_async of tensor '%s': only Sum and Average reduce sparse tensors"
-                             % (name or "(unnamed)"), _core.INVALID_ARGUMENT)
+                             % (name or "(unnamed)"), INVALID_ARGUMENT)
     t = tensor.coalesce()
     base = _name(name) or None
     # Rows: one per nonzero, so the indices travel transposed (nnz x ndim) and come back so.

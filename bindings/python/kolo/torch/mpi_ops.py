@@ -10,8 +10,9 @@ same order.
 # gathers them and keeps every name it had before they moved.
 import torch  # noqa: F401 (a name this module has always had)
 
-from kolo import _core, _process_sets
-from kolo._core import KoloError, KoloValueError, _C  # noqa: F401
+from kolo import _lifecycle, _process_sets
+from kolo._abi import _C  # noqa: F401
+from kolo._errors import KoloError, KoloValueError  # noqa: F401
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set  # noqa: F401
 from kolo.torch._allreduce import (_Allreduce, _allreduce_args, _allreduce_async, _allreduce_now,  # noqa: F401
                                    _GroupedAllreduce, allreduce, allreduce_, allreduce_async, allreduce_async_,
@@ -32,13 +33,13 @@ from kolo.torch._row_collectives import (_Allgather, _Alltoall, _GroupedAllgathe
 
 _set_id, _set_rank, _set_size = _process_sets.set_id, _process_sets.set_rank, _process_sets.set_size
 
-init = _core.init
-shutdown = _core.shutdown
-is_initialized = _core.is_initialized
-size = _core.size
-rank = _core.rank
-local_size = _core.local_size
-local_rank = _core.local_rank
-cross_size = _core.cross_size
-cross_rank = _core.cross_rank
-mpi_threads_supported = _core.mpi_threads_supported
+init = _lifecycle.init
+shutdown = _lifecycle.shutdown
+is_initialized = _lifecycle.is_initialized
+size = _lifecycle.size
+rank = _lifecycle.rank
+local_size = _lifecycle.local_size
+local_rank = _lifecycle.local_rank
+cross_size = _lifecycle.cross_size
+cross_rank = _lifecycle.cross_rank
+mpi_threads_supported = _lifecycle.mpi_threads_supported

@@ -6,7 +6,7 @@ import torch
 
 from kolo.torch import mpi_ops
 from kolo.torch.adasum_optimizer import _DistributedAdasumOptimizer
-from kolo import _core
+from kolo._abi import COMPRESSION_NONE
 from kolo._policy import grouping, scaling
 from kolo._policy.compression import engine_compression
 from kolo.torch.compression import Compression
@@ -118,7 +118,7 @@ class _DistributedOptimizer:
         pre, post = scaling.predivide(self._op, self._predivide)
         handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op,
                                           prescale_factor=pre, postscale_factor=post, process_set=self._process_set,
-                                          _compression=_core.COMPRESSION_NONE if code is None else code)
+                                          _compression=COMPRESSION_NONE if code is None else code)
         return handle, compressed, ctx
 
     def synchronize(self):
