@@ -97,7 +97,7 @@ Status Runtime::target(int id, const std::function<std::string()>& what, Target*
                                   (shut_down_ ? "kolo has been shut down on this rank"
                                               : "kolo is not initialized: call init() first"));
   }
-  auto it = sets_.find(id);
+  auto it = id == 0 ? sets_.begin() : sets_.find(id);  // the job is the first entry (checked above)
   if (it == sets_.end()) {
     return Status::InvalidArgument(what() + " on rank " + std::to_string(job_rank_) + ": there is no process set " +
                                    std::to_string(id) + " (add_process_set makes one; removed sets are gone)");
