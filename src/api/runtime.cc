@@ -51,6 +51,12 @@ Status Runtime::init(const Settings& overrides) {
   MPI_Comm_size(world_, &size);
   world_size_ = size;
   job_rank_ = rank;
+  // The job's communicator's first allreduce on this thread, before any of kolo's threads run MPI (see
+  // MpiContext::init: Open MPI's coll/han makes communicators of its own at a communicator's first allreduce).
+  int one = 1;
+  if (const int rc = MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MIN, world_); rc != MPI_SUCCESS) {
+    return mpi_status(rc, "MPI_Allreduce (the job's communicator)");
+  }
   set_log_rank(rank);
   faults_.set_rank(rank);
   if (rank == 0) {

@@ -67,6 +67,15 @@ Status MpiContext::init(MPI_Comm parent) {
     host_members_[h].push_back(r);
   }
 
+  // Open MPI 5's hierarchical collectives (coll/han) make their own communicators at a communicator's first
+  // allreduce. Made here, on the caller's thread, that happens before kolo's threads use these communicators:
+  // made by the engine's thread while the caller made communicators of its own (the peer watch's, a process
+  // set's), it crashed a survivor's restart in place now and then (in mca_coll_han_comm_create).
+  for (MPI_Comm c : {control_, data_, local_, cross_}) {
+    int one = 1;
+    KOLO_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MIN, c), "MPI_Allreduce");
+  }
+
   Status s = create_16bit_ops(DataType::kFloat16, half_ops_[0]);
   if (s.ok()) s = create_16bit_ops(DataType::kBFloat16, half_ops_[1]);
   ops_created_ = s.ok();
