@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 
 #include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_fault.h"
@@ -75,8 +76,10 @@ Status Runtime::init(const Settings& overrides) {
   MPI_Comm_set_errhandler(sets_comm_, MPI_ERRORS_RETURN);
   track_comm(sets_comm_);
 
+  std::vector<int> job_ranks(static_cast<size_t>(size));
+  std::iota(job_ranks.begin(), job_ranks.end(), 0);
   InstanceStart start;
-  for (int r = 0; r < size; ++r) start.ranks.push_back(r);
+  start.ranks = job_ranks;
   start.comm = world_;
   start.config = config;
   start.timeline_path = timeline_path_;
@@ -87,8 +90,7 @@ Status Runtime::init(const Settings& overrides) {
   const Topology& topo = instance->mpi->topology();
   faults_.add_engine(instance->engine);
   ProcessSet job_set;
-  job_set.ranks.resize(static_cast<size_t>(topo.size));
-  for (int r = 0; r < topo.size; ++r) job_set.ranks[static_cast<size_t>(r)] = r;
+  job_set.ranks = std::move(job_ranks);
   job_set.rank = topo.rank;
   job_set.instance = std::move(instance);
   sets_[0] = std::move(job_set);
