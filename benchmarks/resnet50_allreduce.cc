@@ -4,7 +4,8 @@
 //   mpirun -np 2 benchmarks/resnet50_allreduce [--steps 20] [--rounds 3] [--json out.json]
 //
 // Rows, interleaved round by round so that drift hits all alike: kolo with its defaults, kolo with
-// fusion off, kolo with the response cache off; one MPI_Allreduce of all the bytes (the reference);
+// fusion off, with the response cache off, with its shared memory off (MPI inside the host); one memcpy
+// of all the bytes on one core (the floor); one MPI_Allreduce of all the bytes (the reference);
 // MPI_Allreduce of the same bytes in 4 MiB pieces; one MPI_Allreduce per tensor. Sum, so that every
 // row does the same arithmetic. Then the latency of one 4-byte allreduce, kolo against MPI.
 #include <mpi.h>
@@ -42,6 +43,12 @@ int main(int argc, char** argv) {
                     MPI_COMM_WORLD);
     }
   };
+  // The floor: with the exchange pipelined in cache-sized rounds, each rank reads its input and writes its
+  // result about once, one memcpy's traffic. Rank 0 copies, alone, on one core.
+  std::vector<float> copy_to(total);
+  auto one_memcpy = [&] {
+    if (rank == 0) std::memcpy(copy_to.data(), set.flat.data(), total * sizeof(float));
+  };
   auto mpi_per_tensor = [&] {
     for (bench::Tensor& t : set.tensors) {
       MPI_Allreduce(MPI_IN_PLACE, t.data.data(), static_cast<int>(t.data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -59,6 +66,8 @@ int main(int argc, char** argv) {
       {"kolo (defaults)", {}, kolo_step, true},
       {"kolo, fusion off", {{"KOLO_FUSION_THRESHOLD_BYTES", "0"}}, kolo_step, true},
       {"kolo, cache off", {{"KOLO_CACHE_CAPACITY", "0"}}, kolo_step, true},
+      {"kolo, shared memory off", {{"KOLO_SHARED_MEMORY", "0"}}, kolo_step, true},
+      {"one memcpy of all bytes, one core", {}, one_memcpy, false},
       {"MPI_Allreduce in 4 MiB pieces", {}, mpi_pieces, false},
       {"MPI_Allreduce per tensor", {}, mpi_per_tensor, false},
   };
@@ -103,6 +112,10 @@ int main(int argc, char** argv) {
       std::printf("%-40s %12.2f %10.2f %10.2f %8.3f\n", r.name.c_str(), r.seconds * 1e3, bench::algbw(r),
                   bench::busbw(r, size), r.ratio);
     }
+    auto seconds_of = [&](const std::string& name) { return bench::median(samples[name]); };
+    const double floor = seconds_of("one memcpy of all bytes, one core");
+    std::printf("# kolo (defaults) / one memcpy: %.2f; kolo, shared memory off / one memcpy: %.2f\n",
+                seconds_of("kolo (defaults)") / floor, seconds_of("kolo, shared memory off") / floor);
     const double lk = bench::median(lat_kolo), lm = bench::median(lat_mpi);
     std::printf("# latency, one 4-byte allreduce: kolo %.1f us, MPI_Allreduce %.1f us, ratio %.2f\n", lk * 1e6, lm * 1e6,
                 lk / lm);

@@ -20,6 +20,9 @@ AllreduceAlgorithm choose_allreduce(DeviceType device, int64_t bytes, const JobS
   if (device != DeviceType::kCPU) {
     return hierarchical ? AllreduceAlgorithm::kDeviceHierarchical : AllreduceAlgorithm::kDeviceFlat;
   }
+  // One host with its shared memory: flags and copies through the segment, every size (flat or
+  // "hierarchical" inside one host alike).
+  if (job.hosts == 1 && job.host_shm) return AllreduceAlgorithm::kSharedMemory;
   // Small: flat even where allreduce is hierarchical (three stages would cost three latencies for no
   // bandwidth gained).
   if (bytes <= kSmallAllreduceBytes) return AllreduceAlgorithm::kRecursiveDoubling;
@@ -44,6 +47,7 @@ bool is_hierarchical(AllreduceAlgorithm algorithm) {
 
 const char* algorithm_name(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
+    case AllreduceAlgorithm::kSharedMemory: return "shared memory";
     case AllreduceAlgorithm::kRecursiveDoubling: return "recursive doubling";
     case AllreduceAlgorithm::kRing: return "ring";
     case AllreduceAlgorithm::kMpiAllreduce: return "MPI_Allreduce";

@@ -13,6 +13,7 @@
 namespace kolo {
 
 enum class AllreduceAlgorithm {
+  kSharedMemory,            // CPU, every rank on one host: kolo's shared-memory segment, any size
   kRecursiveDoubling,       // CPU, small: point-to-point rounds, each wait giving up on a lost peer
   kRing,                    // CPU, flat on one host: kolo's ring, whose waits leave the core to the framework
   kMpiAllreduce,            // CPU, flat across hosts: MPI's own algorithms, which suit the network
@@ -35,6 +36,7 @@ struct JobShape {
   int hosts = 1;
   bool homogeneous = true;      // as many ranks on every host (hierarchical allreduce needs it)
   bool thread_multiple = true;  // MPI_THREAD_MULTIPLE
+  bool host_shm = false;         // the ranks of each host share kolo's shared-memory segment
 };
 
 struct AllreduceSettings {

@@ -77,6 +77,17 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_HIERARCHICAL_ALLGATHER", "0",
        "1: allgather inside each host, then across hosts among each host's first rank, then a broadcast "
        "inside each host."},
+      {"KOLO_SHARED_MEMORY", "1",
+       "1: CPU allreduce among the ranks of one host goes through kolo's own shared-memory segment (flags "
+       "and copies, no MPI), flat on one host and as the stages inside each host of hierarchical allreduce; "
+       "where the segment cannot be made (the directory missing or too small) kolo warns once per host and "
+       "uses MPI. 0: always MPI."},
+      {"KOLO_SHARED_MEMORY_DIR", "/dev/shm",
+       "Where the shared-memory segment is made (a tmpfs): it is removed as soon as every rank of the host "
+       "has mapped it, and a killed job's leftover is removed by the next kolo that starts on the host."},
+      {"KOLO_SHARED_MEMORY_SLOT_BYTES", "262144",
+       "Each rank's share of the segment per round (twice this per rank, double-buffered): a round's "
+       "copies stay in cache. A multiple of 64, from 4096 to 67108864."},
       {"KOLO_THREAD_NICE", "0",
        "Nice value (0-19) of kolo's background thread and the threads it starts. Above 0, where the "
        "training threads fill every core (training on the CPU), backward runs first and the reductions take "
@@ -225,6 +236,9 @@ Status parse_config(const SettingLookup& lookup, Config* config, const SettingOr
   p.boolean("KOLO_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce);
   p.boolean("KOLO_HIERARCHICAL_ALLGATHER", &c.hierarchical_allgather);
   p.non_negative_int("KOLO_THREAD_NICE", &c.thread_nice);
+  p.boolean("KOLO_SHARED_MEMORY", &c.shared_memory);
+  p.text("KOLO_SHARED_MEMORY_DIR", &c.shared_memory_dir);
+  p.non_negative_int("KOLO_SHARED_MEMORY_SLOT_BYTES", &c.shared_memory_slot_bytes);
   int join_average = c.join_average_over_contributors ? 1 : 0;
   p.choice("KOLO_JOIN_AVERAGE", {"size", "contributors"}, &join_average);
   c.join_average_over_contributors = join_average == 1;
@@ -235,6 +249,10 @@ Status parse_config(const SettingLookup& lookup, Config* config, const SettingOr
   p.check(c.small_op_bytes <= 4096, "KOLO_SMALL_OP_BYTES", "at most 4096");
   p.check(c.thread_nice <= 19, "KOLO_THREAD_NICE", "an integer from 0 to 19");
   p.check(c.segment_bytes <= (1ll << 30), "KOLO_SEGMENT_BYTES", "at most 1073741824 (1 GiB)");
+  p.check(c.shared_memory_slot_bytes >= 4096 && c.shared_memory_slot_bytes <= (64ll << 20) &&
+              c.shared_memory_slot_bytes % 64 == 0,
+          "KOLO_SHARED_MEMORY_SLOT_BYTES", "a multiple of 64 from 4096 to 67108864");
+  p.check(!c.shared_memory_dir.empty(), "KOLO_SHARED_MEMORY_DIR", "a directory");
   Config::Autotune& a = c.autotune;
   p.boolean("KOLO_AUTOTUNE", &a.enabled);
   p.text("KOLO_AUTOTUNE_LOG", &a.log_path);

@@ -6,6 +6,7 @@
 
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/ring_allreduce.h"
+#include "comm/mpi/shm_reducer.h"
 
 namespace kolo {
 
@@ -31,16 +32,22 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
   f.count = count;
   f.elem = elem;
   f.combine = combine_with(type, op);
-  // Inside the host by kolo's ring, in place (ring_allreduce.h): this rank's block is reduced over
-  // the host where it lies in `recv`, the others are left to the allgather.
+  // Inside the host, in place: this rank's block is reduced over the host where it lies in `recv`, the
+  // others are left to the allgather. Through the host's shared memory where it has it, else by kolo's
+  // ring (ring_allreduce.h); both cut the blocks alike (comm/blocks.h).
   if (send != MPI_IN_PLACE) std::memcpy(recv, send, static_cast<size_t>(count) * static_cast<size_t>(elem));
-  const size_t scratch = ring_scratch_bytes(count, static_cast<size_t>(elem), t.local_size);
-  if (scratch_.size() < scratch) scratch_.resize(scratch);
-  Status rs = ring_reduce_scatter(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, scratch_.data(), count,
-                                  static_cast<size_t>(elem), f.combine, "reduce-scatter inside the host (ring)");
+  Status rs;
+  if (ShmGroup* host = mpi_.host_shm()) {
+    rs = host->reduce_scatter(f.recv, count, static_cast<size_t>(elem), MpiReduceInto(type, op));
+  } else {
+    const size_t scratch = ring_scratch_bytes(count, static_cast<size_t>(elem), t.local_size);
+    if (scratch_.size() < scratch) scratch_.resize(scratch);
+    rs = ring_reduce_scatter(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, scratch_.data(), count,
+                             static_cast<size_t>(elem), f.combine, "reduce-scatter inside the host (ring)");
+  }
   if (!rs.ok()) return rs;
-  f.mine = static_cast<int>(ring_block_count(count, t.local_size, t.local_rank));
-  f.data = f.recv + ring_block_start(count, t.local_size, t.local_rank) * elem;
+  f.mine = static_cast<int>(block_count(count, t.local_size, t.local_rank));
+  f.data = f.recv + block_start(count, t.local_size, t.local_rank) * elem;
   const int mine = f.mine;
   char* data = f.data;
   f.block = next_block_++ % kDepth;
@@ -102,6 +109,7 @@ Status HierarchicalReducer::finish_oldest() {
     Status s = lane_.wait(f.ticket);
     if (!s.ok()) return s;
   }
+  if (ShmGroup* host = mpi_.host_shm()) return host->allgather(f.recv, f.count, static_cast<size_t>(f.elem));
   return ring_allgather(mpi_.local(), t.local_rank, t.local_size, kTag, f.recv, f.count,
                         static_cast<size_t>(f.elem), "allgather inside the host (ring)");
 }

@@ -10,6 +10,7 @@
 #include "comm/mpi/hierarchical_reducer.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
+#include "comm/mpi/shm_reducer.h"
 #include "comm/segment_plan.h"
 #include "cpu/kernels.h"
 
@@ -24,7 +25,12 @@ class MpiAllreduce : public Collective {
  public:
   MpiAllreduce(const MpiContext& mpi, const CollectiveTuning& tuning, bool hierarchical)
       : mpi_(mpi), tuning_(tuning), hierarchical_(hierarchical), job_(mpi.job_shape()) {
-    flat_ = std::make_unique<FlatReducer>(mpi.data(), job_);
+    // Every rank on this host: through its shared memory (comm/allreduce_choice.h), at every size.
+    if (choose_allreduce(DeviceType::kCPU, 0, job_, hierarchical) == AllreduceAlgorithm::kSharedMemory) {
+      flat_ = std::make_unique<ShmReducer>(mpi.host_shm());
+    } else {
+      flat_ = std::make_unique<FlatReducer>(mpi.data(), job_);
+    }
     if (hierarchical) hierarchical_reducer_ = std::make_unique<HierarchicalReducer>(mpi);
   }
 
@@ -36,7 +42,8 @@ class MpiAllreduce : public Collective {
 
   // Compression only narrows what travels; each segment is at most `bytes`.
   bool gives_up_on_lost_peer(int64_t bytes) const override {
-    return choose_allreduce(DeviceType::kCPU, bytes, job_, false) == AllreduceAlgorithm::kRecursiveDoubling;
+    const AllreduceAlgorithm a = choose_allreduce(DeviceType::kCPU, bytes, job_, false);
+    return a == AllreduceAlgorithm::kRecursiveDoubling || a == AllreduceAlgorithm::kSharedMemory;
   }
 
   const char* name() const override { return hierarchical_ ? "MPI_HIERARCHICAL_ALLREDUCE" : "MPI_ALLREDUCE"; }

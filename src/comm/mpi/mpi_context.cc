@@ -6,6 +6,7 @@
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/mpi_types.h"
+#include "common/logging.h"
 
 namespace kolo {
 namespace {
@@ -111,7 +112,26 @@ MPI_Op MpiContext::op(DataType dtype, ReduceOp op) const {
 JobShape MpiContext::job_shape() const {
   int level = 0;
   MPI_Query_thread(&level);
-  return kolo::job_shape(topology_, level == MPI_THREAD_MULTIPLE);
+  JobShape job = kolo::job_shape(topology_, level == MPI_THREAD_MULTIPLE);
+  job.host_shm = host_shm_ != nullptr;
+  return job;
+}
+
+void MpiContext::open_host_shm(const HostShmOptions& options) {
+  // Messages name ranks as the job knows them (a process set's members by their job rank).
+  std::vector<std::string> names;
+  for (int r : host_members_[static_cast<size_t>(topology_.cross_rank)]) {
+    const int job_rank = topology_.job_ranks.empty() ? r : topology_.job_ranks[static_cast<size_t>(r)];
+    names.push_back("rank " + std::to_string(job_rank));
+  }
+  std::string why_not;
+  host_shm_ = HostShm::open(local_, options, std::move(names), &why_not);
+  // Turned off, or alone on its host: nothing to say.
+  if (!host_shm_ && options.enabled && topology_.local_size > 1 && topology_.local_rank == 0) {
+    KOLO_LOG(kWarning, "no shared memory among this host's " << topology_.local_size << " ranks (" << why_not
+                                                             << "; KOLO_SHARED_MEMORY_DIR): CPU collectives "
+                                                                "inside the host go through MPI");
+  }
 }
 
 }  // namespace kolo

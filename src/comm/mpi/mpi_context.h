@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/allreduce_choice.h"
+#include "comm/mpi/host_shm.h"
 #include "comm/topology.h"
 #include "kolo/types.h"
 
@@ -41,6 +42,11 @@ class MpiContext {
   // Ranks on each host, hosts in cross-rank order, ranks in local-rank order.
   const std::vector<std::vector<int>>& host_members() const { return host_members_; }
 
+  // The host's ranks as a shared-memory group (comm/mpi/host_shm.h), collective over them: after
+  // create(), before the collectives are made. Null where not used (the warning says why, once per host).
+  void open_host_shm(const HostShmOptions& options);
+  ShmGroup* host_shm() const { return host_shm_ ? &host_shm_->group() : nullptr; }
+
   MPI_Datatype datatype(DataType dtype) const;
   MPI_Op op(DataType dtype, ReduceOp op) const;
 
@@ -54,6 +60,7 @@ class MpiContext {
   MPI_Comm cross_ = MPI_COMM_NULL;
   Topology topology_;
   std::vector<std::vector<int>> host_members_;
+  std::unique_ptr<HostShm> host_shm_;
   // [fp16 or bf16][reduce op]: user ops, created once per context.
   MPI_Op half_ops_[2][kNumReduceOps];
   bool ops_created_ = false;

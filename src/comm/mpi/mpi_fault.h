@@ -61,6 +61,9 @@ bool agree_and(MPI_Comm comm, int* bits);
 void wait_for_failure_hooks();
 // After a recovery: the next failure is reported again.
 void rearm_peer_failure();
+// Whether a failure has been reported and not yet recovered from: cheap, for waits outside MPI (kolo's
+// shared memory) that must end as MPI's calls on the revoked communicators do.
+bool peer_failure_pending();
 // One turn of MPI's progress on `comm`, for a survivor waiting on something else (a GPU library) during
 // a recovery: ULFM's failure detector hears only from processes that make MPI calls (its heartbeats go
 // with MPI's progress), and would otherwise take a waiting survivor for lost.

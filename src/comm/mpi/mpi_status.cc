@@ -38,6 +38,12 @@ void give_up_mpi_waits(const std::string& why) {
   g_give_up = true;
 }
 
+Status mpi_waits_given_up(const char* what) {
+  if (!g_give_up) return Status::OK();
+  std::lock_guard<std::mutex> lock(g_give_up_mu);
+  return Status::Aborted(std::string(what) + " given up: " + g_give_up_why);
+}
+
 Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace) {
   using clock = std::chrono::steady_clock;
   // A peer that is on its way arrives within the spins and yields. One that is not (still
@@ -56,10 +62,7 @@ Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace) {
     if (done) return Status::OK();
     if (i < kSpins) continue;
     if (i == kSpins) start = clock::now();
-    if (g_give_up) {
-      std::lock_guard<std::mutex> lock(g_give_up_mu);
-      return Status::Aborted(std::string(what) + " given up: " + g_give_up_why);
-    }
+    if (g_give_up) return mpi_waits_given_up(what);
     if (clock::now() - start < yield_for) {
       sched_yield();
       continue;

@@ -38,5 +38,8 @@ Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace = WaitPace
 // `why`, instead of waiting for ever for the lost peer (its request is left to the process's end), so
 // that a caller running kolo's cycle on its own thread hears of the loss as an op's error.
 void give_up_mpi_waits(const std::string& why);
+// OK, or the Aborted status an mpi_wait gives up with after give_up_mpi_waits (`what` names the wait):
+// for waits outside MPI (kolo's shared memory).
+Status mpi_waits_given_up(const char* what);
 
 }  // namespace kolo

@@ -14,21 +14,15 @@ struct Blocks {
   int64_t count;
   size_t elem_bytes;
   int size;
-  char* at(int i) const { return data + static_cast<size_t>(ring_block_start(count, size, i)) * elem_bytes; }
-  size_t bytes(int i) const { return static_cast<size_t>(ring_block_count(count, size, i)) * elem_bytes; }
+  char* at(int i) const { return data + static_cast<size_t>(block_start(count, size, i)) * elem_bytes; }
+  size_t bytes(int i) const { return static_cast<size_t>(block_count(count, size, i)) * elem_bytes; }
   int wrap(int i) const { return ((i % size) + size) % size; }
 };
 
 }  // namespace
 
-// Counts differ by at most one element, so any count works (blocks may be empty).
-int64_t ring_block_count(int64_t count, int size, int i) { return count / size + (i < count % size ? 1 : 0); }
-int64_t ring_block_start(int64_t count, int size, int i) {
-  return i * (count / size) + (i < count % size ? i : count % size);
-}
-
 size_t ring_scratch_bytes(int64_t count, size_t elem_bytes, int size) {
-  return static_cast<size_t>(ring_block_count(count, size, 0)) * elem_bytes;
+  return static_cast<size_t>(block_count(count, size, 0)) * elem_bytes;
 }
 
 Status ring_reduce_scatter(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch, int64_t count,

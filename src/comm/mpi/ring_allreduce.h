@@ -14,18 +14,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/blocks.h"
 #include "comm/mpi/combine_bytes.h"
 #include "kolo/status.h"
 
 namespace kolo {
 
 // `data` is `count` elements of `elem_bytes`, the same count on every rank, cut into `size` blocks
-// whose counts differ by at most one element, the larger first (block i is rank i's). Each uses `tag`
+// as comm/blocks.h cuts it (block i is rank i's). Each uses `tag`
 // on `comm`, which nothing else may receive on meanwhile.
-
-// Block i's element count, and its first element.
-int64_t ring_block_count(int64_t count, int size, int i);
-int64_t ring_block_start(int64_t count, int size, int i);
 
 // The scratch ring_reduce_scatter and ring_allreduce need: the largest block.
 size_t ring_scratch_bytes(int64_t count, size_t elem_bytes, int size);

@@ -2,7 +2,8 @@
 // caller's thread, with the op (its callback runs there) where it rides on the negotiation or its
 // collective gives up on a lost peer (a flat allreduce of at most 64 KiB, nonblocking there); a larger
 // one, an async call, a blocking one beside another op in flight, or the setting off leave it to kolo's
-// thread. KOLO_SMALL_OP_BYTES: a recurring small allreduce rides on the negotiation, with the CPU
+// thread. Through the host's shared memory (every rank on one host) every size gives up, and runs on the
+// caller. KOLO_SMALL_OP_BYTES: a recurring small allreduce rides on the negotiation, with the CPU
 // path's arithmetic. Each result exact.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -45,11 +46,21 @@ TEST(CallerDrives, ABlockingCallAloneRunsOnTheCallersThread) {
 
 TEST(CallerDrives, AnOpOverSixtyFourKibRunsOnKolosThread) {
   if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  ScopedSettings through_mpi(Settings{{"KOLO_SHARED_MEMORY", "0"}});
   // Too large to ride, but its nonblocking allreduce gives up on a lost peer: the caller's.
   for (int i = 0; i < 3; ++i) EXPECT_EQ(reduce_on("drives.medium", true, 16384), std::this_thread::get_id());
   // Over 64 KiB: the blocking MPI_Allreduce, which would keep a caller for ever if a peer were lost in it;
   // kolo's thread is the one that may be left there.
   for (int i = 0; i < 3; ++i) EXPECT_NE(reduce_on("drives.large", true, 16385), std::this_thread::get_id());
+}
+
+TEST(CallerDrives, ThroughSharedMemoryEverySizeRunsOnTheCallersThread) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks (on one host, as this suite runs)";
+  // Every wait of the shared-memory allreduce gives up on a lost peer, whatever its size.
+  for (int64_t elements : {3, 16385, 1 << 20}) {
+    EXPECT_EQ(reduce_on("drives.shm." + std::to_string(elements), true, elements), std::this_thread::get_id());
+  }
 }
 
 TEST(CallerDrives, BesideAnotherOpInFlightKolosThreadRunsIt) {

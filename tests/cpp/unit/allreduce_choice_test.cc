@@ -21,11 +21,22 @@ struct Row {
   H setting;
   bool autotune;
   A expected;
+  bool host_shm = false;  // each host's ranks share kolo's segment
 };
 
 TEST(AllreduceChoice, WhatReducesACallAsTheJobStarts) {
   const Row rows[] = {
-      // One host: small by recursive doubling, larger by kolo's ring; hierarchical only when asked.
+      // One host with its shared memory: through it at every size, flat or hierarchical alike.
+      {kCpu, 4, 1, true, true, H::kAuto, false, A::kSharedMemory, true},
+      {kCpu, 100 * kMiB, 1, true, true, H::kAuto, false, A::kSharedMemory, true},
+      {kCpu, kMiB, 1, true, true, H::kOn, false, A::kSharedMemory, true},
+      {kCpu, kMiB, 1, true, false, H::kAuto, false, A::kSharedMemory, true},
+      // Across hosts the segment carries only the stages inside each host: the choice is as without it.
+      {kCpu, kMiB, 2, true, true, H::kAuto, false, A::kHierarchicalPairwise, true},
+      {kCpu, 1024, 2, true, true, H::kAuto, false, A::kRecursiveDoubling, true},
+      {kGpu, 4, 1, true, true, H::kAuto, false, A::kDeviceFlat, true},
+      // One host without it (one rank, KOLO_SHARED_MEMORY=0, or no room): small by recursive doubling,
+      // larger by kolo's ring; hierarchical only when asked.
       {kCpu, 4, 1, true, true, H::kAuto, false, A::kRecursiveDoubling},
       {kCpu, kSmallAllreduceBytes, 1, true, true, H::kAuto, false, A::kRecursiveDoubling},
       {kCpu, kSmallAllreduceBytes + 1, 1, true, true, H::kAuto, false, A::kRing},
@@ -51,7 +62,7 @@ TEST(AllreduceChoice, WhatReducesACallAsTheJobStarts) {
       {kGpu, kMiB, 2, true, true, H::kOff, true, A::kDeviceFlat},
   };
   for (const Row& r : rows) {
-    const JobShape job{r.hosts, r.homogeneous, r.thread_multiple};
+    const JobShape job{r.hosts, r.homogeneous, r.thread_multiple, r.host_shm};
     const AllreduceSettings settings{r.setting, r.autotune};
     const A chosen = choose_allreduce(r.device, r.bytes, job, starts_hierarchical(r.device, job, settings));
     EXPECT_EQ(chosen, r.expected) << (r.device == kCpu ? "CPU " : "GPU ") << r.bytes << " bytes on " << r.hosts

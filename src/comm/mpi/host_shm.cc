@@ -1,0 +1,82 @@
+#include "comm/mpi/host_shm.h"
+
+#include <cstring>
+
+#include "comm/mpi/mpi_fault.h"
+#include "comm/mpi/mpi_status.h"
+
+namespace kolo {
+
+Status MpiShmWaitPolicy::interrupted() {
+  Status s = mpi_waits_given_up("shared-memory collective");
+  if (!s.ok()) return s;
+  if (peer_failure_pending()) {
+    return Status::PeersFailed(std::string("shared-memory collective ended: a peer failed (") + kPeersFailedWords + ")");
+  }
+  return Status::OK();
+}
+
+Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
+  const std::string what = "shared-memory collective: " + names_[static_cast<size_t>(peer)] + " (pid " +
+                           std::to_string(pid) + ", on this host) ended in the middle of it";
+  if (surviving_peer_failures()) {
+    report_peer_failure(what);
+    return Status::PeersFailed(what + " (" + kPeersFailedWords + ")");
+  }
+  return Status::Aborted(what + "; the job must end");
+}
+
+std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, const HostShmOptions& options,
+                                             std::vector<std::string> names, std::string* why_not) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(local, &rank);
+  MPI_Comm_size(local, &size);
+  if (!options.enabled) {
+    *why_not = "KOLO_SHARED_MEMORY=0";
+    return nullptr;
+  }
+  if (size == 1) {
+    *why_not = "one rank on the host";
+    return nullptr;
+  }
+  const ShmLayout layout(size, options.slot_bytes);
+  // Local rank 0 makes the segment and tells the others its path (empty: it could not).
+  std::unique_ptr<SharedSegment> segment;
+  char path[512] = {0};
+  std::string failure;
+  if (rank == 0) {
+    remove_orphaned_segments(options.dir);
+    Status s = SharedSegment::create(options.dir, layout.bytes(), &segment);
+    if (s.ok()) {
+      std::strncpy(path, segment->path().c_str(), sizeof(path) - 1);
+    } else {
+      failure = s.message();
+    }
+  }
+  int ok = MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, local) == MPI_SUCCESS && path[0] != 0 ? 1 : 0;
+  if (ok && rank != 0) {
+    Status s = SharedSegment::attach(path, layout.bytes(), &segment);
+    if (!s.ok()) {
+      ok = 0;
+      failure = s.message();
+    }
+  }
+  auto memory = std::unique_ptr<HostShm>(new HostShm());
+  memory->policy_ = std::make_unique<MpiShmWaitPolicy>(std::move(names));
+  if (ok) {
+    memory->group_ = std::make_unique<ShmGroup>(std::move(segment), layout, rank, memory->policy_.get());
+    memory->group_->publish_pid();
+  }
+  // Every rank mapped it, and wrote its pid, or none uses it.
+  if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, local) != MPI_SUCCESS) ok = 0;
+  if (!ok) {
+    *why_not = failure.empty() ? "a rank of the host could not map the segment" : failure;
+    return nullptr;
+  }
+  // Mapped everywhere: the name can go, so nothing is left behind however the job ends.
+  memory->group_->segment().unlink();
+  memory->group_->start_watching();
+  return memory;
+}
+
+}  // namespace kolo

@@ -1,0 +1,53 @@
+// A communicator's ranks on one host, opened as a shared-memory group (comm/shm/shm_group.h) over MPI:
+// the agreement that every rank of the host mapped the segment, and what its waits do when the job
+// loses a peer. MpiContext opens one over its host communicator, so membership follows the
+// communicator (a process set's has its own).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/shm/shm_group.h"
+
+namespace kolo {
+
+struct HostShmOptions {
+  bool enabled = true;
+  std::string dir = "/dev/shm";
+  size_t slot_bytes = 256 << 10;
+};
+
+// How the group's waits end when the job loses a peer, in MPI's terms: the peer watch's give-up
+// (mpi_status.h), a failure reported in place (mpi_fault.h: the op fails with kPeersFailed, as MPI's
+// calls on the revoked communicators do), and a host peer seen ending (reported like a failure MPI saw).
+class MpiShmWaitPolicy : public ShmWaitPolicy {
+ public:
+  // names[i]: how local rank i is named in messages ("rank 3").
+  explicit MpiShmWaitPolicy(std::vector<std::string> names) : names_(std::move(names)) {}
+  Status interrupted() override;
+  Status peer_ended(int peer, pid_t pid) override;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+class HostShm {
+ public:
+  // Collective over `local` (the ranks of one host). Null where not used: one rank on the host, turned
+  // off, or the segment could not be made or mapped on some rank (then *why_not says why, on every rank,
+  // and the collectives go through MPI). `names`: each local rank's name for messages.
+  static std::unique_ptr<HostShm> open(MPI_Comm local, const HostShmOptions& options,
+                                          std::vector<std::string> names, std::string* why_not);
+  ShmGroup& group() { return *group_; }
+
+ private:
+  HostShm() = default;
+  std::unique_ptr<MpiShmWaitPolicy> policy_;
+  std::unique_ptr<ShmGroup> group_;  // after policy_, which its waits use
+};
+
+}  // namespace kolo

@@ -1,0 +1,113 @@
+// The group's collectives: each a sequence of rounds (shm_group.h), every rank running the same ones.
+#include <cstring>
+
+#include "comm/shm/shm_group.h"
+#include "cpu/stream_copy.h"
+
+namespace kolo {
+namespace {
+
+// A piece past the end of a short block is empty, and its address may lie past the buffer: not touched.
+void copy(char* to, const char* from, int64_t elements, size_t elem) {
+  if (elements > 0) std::memcpy(to, from, static_cast<size_t>(elements) * elem);
+}
+
+}  // namespace
+
+Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce) {
+  const size_t bytes = static_cast<size_t>(count) * elem;
+  if (bytes == 0) return broken_;
+  if (bytes <= kWholeBytes && bytes <= layout_.slot_bytes()) {
+    // One round: every rank reduces all of it, in the same order, so all get the same bits without a
+    // second exchange.
+    Status s = begin_round();
+    if (!s.ok()) return s;
+    std::memcpy(slot(rank_), in, bytes);
+    raise(Flag::kArrived);
+    s = wait_all(Flag::kArrived);
+    if (!s.ok()) return s;
+    for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r);
+    reduce(inputs_.data(), size(), out, bytes);
+    raise(Flag::kDone);
+    return Status::OK();
+  }
+  // A result larger than the cache goes to memory without a read first (cpu/stream_copy.h).
+  const bool stream = bytes >= kStreamBytes;
+  const Pieces p = pieces(count, elem);
+  for (int64_t k = 0; k < p.rounds(); ++k) {
+    Status s = begin_round();
+    if (!s.ok()) return s;
+    char* mine = slot(rank_);
+    for (int b = 0; b < size(); ++b) {
+      copy(mine + p.offset_in_slot(b), in + p.start(b, k) * elem, p.length(b, k), elem);
+    }
+    raise(Flag::kArrived);
+    s = wait_all(Flag::kArrived);
+    if (!s.ok()) return s;
+    // This rank's piece, reduced into its slot, where the others copy it from.
+    const int64_t own = p.length(rank_, k);
+    if (own > 0) {
+      for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r) + p.offset_in_slot(rank_);
+      reduce(inputs_.data(), size(), mine + p.offset_in_slot(rank_), static_cast<size_t>(own) * elem);
+    }
+    raise(Flag::kReduced);
+    s = wait_all(Flag::kReduced);
+    if (!s.ok()) return s;
+    for (int b = 0; b < size(); ++b) {
+      const int64_t n = p.length(b, k);
+      if (n == 0) continue;
+      char* to = out + p.start(b, k) * elem;
+      const char* from = slot(b) + p.offset_in_slot(b);
+      if (stream) {
+        stream_copy(to, from, static_cast<size_t>(n) * elem);
+      } else {
+        std::memcpy(to, from, static_cast<size_t>(n) * elem);
+      }
+    }
+    raise(Flag::kDone);
+  }
+  if (stream) stream_fence();
+  return Status::OK();
+}
+
+Status ShmGroup::reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce) {
+  const Pieces p = pieces(count, elem);
+  for (int64_t k = 0; k < p.rounds(); ++k) {
+    Status s = begin_round();
+    if (!s.ok()) return s;
+    char* mine = slot(rank_);
+    for (int b = 0; b < size(); ++b) {
+      copy(mine + p.offset_in_slot(b), data + p.start(b, k) * elem, p.length(b, k), elem);
+    }
+    raise(Flag::kArrived);
+    s = wait_all(Flag::kArrived);
+    if (!s.ok()) return s;
+    const int64_t own = p.length(rank_, k);
+    if (own > 0) {
+      for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r) + p.offset_in_slot(rank_);
+      reduce(inputs_.data(), size(), data + p.start(rank_, k) * elem, static_cast<size_t>(own) * elem);
+    }
+    raise(Flag::kDone);
+  }
+  return Status::OK();
+}
+
+Status ShmGroup::allgather(char* data, int64_t count, size_t elem) {
+  const Pieces p = pieces(count, elem);
+  for (int64_t k = 0; k < p.rounds(); ++k) {
+    Status s = begin_round();
+    if (!s.ok()) return s;
+    copy(slot(rank_) + p.offset_in_slot(rank_), data + p.start(rank_, k) * elem, p.length(rank_, k), elem);
+    raise(Flag::kArrived);
+    s = wait_all(Flag::kArrived);
+    if (!s.ok()) return s;
+    for (int b = 0; b < size(); ++b) {
+      if (b == rank_) continue;
+      copy(data + p.start(b, k) * elem, slot(b) + p.offset_in_slot(b), p.length(b, k), elem);
+    }
+    raise(Flag::kDone);
+  }
+  return Status::OK();
+}
+
+}  // namespace kolo

@@ -1,0 +1,116 @@
+#include "comm/shm/shm_group.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace kolo {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+ShmGroup::ShmGroup(std::unique_ptr<SharedSegment> segment, ShmLayout layout, int rank, ShmWaitPolicy* policy)
+    : segment_(std::move(segment)), layout_(layout), rank_(rank), policy_(policy) {
+  inputs_.resize(static_cast<size_t>(layout_.ranks()));
+}
+
+void ShmGroup::publish_pid() { layout_.flags(segment_->base(), rank_)->pid = getpid(); }
+
+void ShmGroup::start_watching() {
+  std::vector<pid_t> pids(static_cast<size_t>(size()));
+  for (int r = 0; r < size(); ++r) pids[static_cast<size_t>(r)] = layout_.flags(segment_->base(), r)->pid;
+  liveness_ = std::make_unique<PeerLiveness>(pids, rank_);
+}
+
+Status ShmGroup::fail(Status s) {
+  broken_ = s;
+  return s;
+}
+
+void ShmGroup::raise(Flag flag) const {
+  ShmFlags* f = layout_.flags(segment_->base(), rank_);
+  std::atomic<uint64_t>& a = flag == Flag::kArrived ? f->arrived : flag == Flag::kReduced ? f->reduced : f->done;
+  a.store(round_, std::memory_order_release);
+}
+
+Status ShmGroup::wait_for(int peer, Flag flag) {
+  const ShmFlags* f = layout_.flags(segment_->base(), peer);
+  const std::atomic<uint64_t>& a = flag == Flag::kArrived ? f->arrived : flag == Flag::kReduced ? f->reduced : f->done;
+  // The round that last used this round's slots: rounds 1 and 2 have none.
+  if (flag == Flag::kDone && round_ < 3) return Status::OK();
+  const uint64_t want = flag == Flag::kDone ? round_ - 2 : round_;
+  // A peer on its way arrives within the spins: the ranks of a round all started it, so the wait is
+  // as long as the slowest rank's copy. One descheduled, or held up by the framework's threads on a
+  // full machine, is yielded to, then napped for, checking between naps that it still runs.
+  for (int i = 0; i < 256; ++i) {
+    if (a.load(std::memory_order_acquire) >= want) return Status::OK();
+    cpu_relax();
+  }
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto nap = std::chrono::microseconds(20);
+  for (uint64_t i = 1;; ++i) {
+    if (a.load(std::memory_order_acquire) >= want) return Status::OK();
+    const auto waited = clock::now() - start;
+    if (waited < std::chrono::microseconds(50)) {
+      cpu_relax();
+      continue;
+    }
+    if (i % 32 == 0 || waited >= std::chrono::milliseconds(2)) {
+      Status s = policy_->interrupted();
+      if (!s.ok()) return s;
+      if (liveness_ && liveness_->ended(peer)) return policy_->peer_ended(peer, liveness_->pid(peer));
+    }
+    if (waited < std::chrono::milliseconds(2)) {
+      sched_yield();
+      continue;
+    }
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(200));
+  }
+}
+
+Status ShmGroup::wait_all(Flag flag) {
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer == rank_) continue;
+    Status s = wait_for(peer, flag);
+    if (!s.ok()) return fail(s);
+  }
+  return Status::OK();
+}
+
+Status ShmGroup::begin_round() {
+  if (!broken_.ok()) return broken_;
+  ++round_;
+  return wait_all(Flag::kDone);
+}
+
+int64_t ShmGroup::Pieces::rounds() const {
+  const int64_t largest = block_count(count, size, 0);
+  return largest == 0 ? 0 : (largest + q - 1) / q;
+}
+
+int64_t ShmGroup::Pieces::start(int block, int64_t round) const { return block_start(count, size, block) + round * q; }
+
+int64_t ShmGroup::Pieces::length(int block, int64_t round) const {
+  const int64_t left = block_count(count, size, block) - round * q;
+  return left <= 0 ? 0 : std::min(left, q);
+}
+
+ShmGroup::Pieces ShmGroup::pieces(int64_t count, size_t elem) const {
+  const int64_t per_slot = static_cast<int64_t>(layout_.slot_bytes() / elem);
+  return Pieces{count, elem, size(), std::max<int64_t>(1, per_slot / size())};
+}
+
+}  // namespace kolo

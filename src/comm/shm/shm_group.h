@@ -1,0 +1,106 @@
+// The ranks of one host reducing through their shared segment (comm/shm/shm_layout.h), in rounds that
+// every rank runs in the same order. In each round a rank copies its input into its slot and raises a
+// flag; the others poll the flags (spinning briefly, then yielding, then napping, as kolo's MPI waits
+// do) instead of going through MPI, so a small allreduce costs a few cache-line transfers. Large
+// buffers go in rounds of a slot each, block by block (comm/blocks.h): each rank reduces its block's
+// piece of the round, in a fixed order, and the others copy it, so every rank gets the same bits and
+// each reads its input and writes its result about once, the slots staying in cache.
+//
+// A wait never outlasts its peer: a peer whose process ended is seen through its pidfd
+// (peer_liveness.h), and the layer above can interrupt every wait (a loss the peer watch or MPI saw).
+// After a failed round the group is broken: every later call fails with the same status.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/blocks.h"
+#include "comm/shm/peer_liveness.h"
+#include "comm/shm/shared_segment.h"
+#include "comm/shm/shm_layout.h"
+#include "kolo/status.h"
+
+namespace kolo {
+
+// What a wait asks of the layer that uses the group (it knows the job; this layer knows only pids).
+class ShmWaitPolicy {
+ public:
+  virtual ~ShmWaitPolicy() = default;
+  // Non-OK: stop waiting and fail with it (a peer lost elsewhere in the job).
+  virtual Status interrupted() = 0;
+  // Local rank `peer` (process `pid`) ended in the middle of a round: what the op fails with.
+  virtual Status peer_ended(int peer, pid_t pid) = 0;
+};
+
+// Reduces `n` inputs of `bytes` each into `out`, element by element, in an order fixed by the call
+// (the order given; where `out` is one of the inputs, that one first, then the others in order).
+class ReduceInto {
+ public:
+  virtual ~ReduceInto() = default;
+  virtual void operator()(const char* const* inputs, int n, char* out, size_t bytes) const = 0;
+};
+
+class ShmGroup {
+ public:
+  // Over a segment of ShmLayout(ranks, slot_bytes).bytes() that every rank of the host has mapped.
+  ShmGroup(std::unique_ptr<SharedSegment> segment, ShmLayout layout, int rank, ShmWaitPolicy* policy);
+  ShmGroup(const ShmGroup&) = delete;
+  ShmGroup& operator=(const ShmGroup&) = delete;
+
+  // Writes this rank's pid for the others (before the group is agreed); then, once every rank has
+  // written its own, start_watching() reads theirs.
+  void publish_pid();
+  void start_watching();
+  SharedSegment& segment() { return *segment_; }
+
+  int rank() const { return rank_; }
+  int size() const { return layout_.ranks(); }
+  // At most this many bytes, an allreduce is one round in which every rank reduces all of it.
+  static constexpr size_t kWholeBytes = 16 << 10;
+  // At least this many bytes, an allreduce's result goes to memory past the cache.
+  static constexpr size_t kStreamBytes = 1 << 20;
+
+  // `count` elements of `elem` bytes from `in` (may equal `out`), reduced over the host into `out`.
+  Status allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce);
+  // Afterwards block rank() of `data` (comm/blocks.h) holds the reduction over the host; the other
+  // blocks are as they were.
+  Status reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce);
+  // Block i of `data` from local rank i to every rank.
+  Status allgather(char* data, int64_t count, size_t elem);
+
+ private:
+  enum class Flag { kArrived, kReduced, kDone };
+  // Starts the next round: waits until every rank is done with the round that last used its slot.
+  Status begin_round();
+  void raise(Flag flag) const;
+  Status wait_all(Flag flag);
+  Status wait_for(int peer, Flag flag);
+  char* slot(int rank) const { return layout_.slot(segment_->base(), rank, round_); }
+  Status fail(Status s);
+
+  // The rounds of a buffer cut in blocks: piece k of block j covers its elements [k*q, (k+1)*q).
+  struct Pieces {
+    int64_t count;
+    size_t elem;
+    int size;
+    int64_t q;  // elements of a block per round
+    int64_t rounds() const;
+    int64_t start(int block, int64_t round) const;  // the piece's first element in the buffer
+    int64_t length(int block, int64_t round) const;  // its elements (0 past the block's end)
+    size_t offset_in_slot(int block) const { return static_cast<size_t>(block) * static_cast<size_t>(q) * elem; }
+  };
+  Pieces pieces(int64_t count, size_t elem) const;
+
+  std::unique_ptr<SharedSegment> segment_;
+  const ShmLayout layout_;
+  const int rank_;
+  ShmWaitPolicy* const policy_;
+  std::unique_ptr<PeerLiveness> liveness_;
+  uint64_t round_ = 0;
+  Status broken_;
+  std::vector<const char*> inputs_;  // the slots' pieces of a round, reused
+};
+
+}  // namespace kolo
