@@ -23,7 +23,10 @@ Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
     report_peer_failure(what);
     return Status::PeersFailed(what + " (" + kPeersFailedWords + ")");
   }
-  return Status::Aborted(what + "; the job must end");
+  // The job ends: kolo's MPI waits (its shutdown's among them) give up now rather than after the peer timeout.
+  const Status lost = Status::Aborted(what + "; the job must end");
+  give_up_mpi_waits(lost.message());
+  return lost;
 }
 
 std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, const HostShmOptions& options,

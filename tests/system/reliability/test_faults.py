@@ -5,6 +5,7 @@ Run by ctest (KOLO_BUILD_DIR set), or: KOLO_BUILD_DIR=build python3 -m pytest te
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def test_a_killed_rank_ends_the_job_naming_it(tmp_path, launcher):
     assert len(pids) == 3
     time.sleep(0.5)
     assert not any(alive(p) for p in pids), "a rank outlived the job"
+    assert shm_segments_of(pids) == []
     # The timelines of ranks that were killed mid-write still parse (the closing "]" may be missing).
     for r in range(3):
         text = (tmp_path / ("timeline_%d.json" % r)).read_text().rstrip()
@@ -152,6 +154,82 @@ print("rank %d done" % rank, flush=True)
     assert job.returncode == 0, job.stdout + job.stderr
     assert "rank 0 done" in job.stdout and "rank 1 done" in job.stdout
     assert "heartbeat" not in job.stderr, job.stderr
+
+
+# Every rank reduces a 256 MB tensor, in kolo's shared memory nearly all the time; rank 1 is killed or
+# frozen from outside a second in, in the middle of one.
+IN_THE_MIDDLE = r"""
+import os, subprocess, sys
+import torch
+import kolo.torch as kolo
+kolo.init()
+open(os.path.join(sys.argv[1], "pid.%d" % kolo.rank()), "w").write(str(os.getpid()))
+big = torch.ones(64 << 20)
+if kolo.rank() == 1:
+    subprocess.Popen(["sh", "-c", "sleep 1; kill -%s %d" % (sys.argv[2], os.getpid())])
+try:
+    for step in range(10000):
+        kolo.allreduce_(big, op=kolo.Sum, name="big")
+        big.fill_(1)
+except kolo.KoloError as e:
+    print("rank %d: %s" % (kolo.rank(), e), flush=True)
+    sys.exit(3)
+"""
+
+
+def shm_segments_of(pids):
+    return [p for pid in pids for p in Path("/dev/shm").glob("kolo-%d-*" % pid)]
+
+
+@needs_python_package
+@pytest.mark.parametrize("signal_name", ["KILL", "STOP"])
+def test_a_rank_lost_in_the_middle_of_a_shared_memory_allreduce_fails_the_others_naming_it(tmp_path, signal_name):
+    # mpirun keeps the survivors running after a rank dies (orte_enable_recovery), so that what they say
+    # is theirs, not mpirun's teardown.
+    script = tmp_path / "middle.py"
+    script.write_text(IN_THE_MIDDLE)
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_PACKAGE), KOLO_PEER_TIMEOUT_SECONDS="3")
+    command = ["mpirun", "-np", "3", "--oversubscribe", "--mca", "orte_enable_recovery", "1", "-x", "PYTHONPATH",
+               "-x", "KOLO_PEER_TIMEOUT_SECONDS", sys.executable, str(script), str(tmp_path), signal_name]
+    start = time.monotonic()
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    said = {}
+    for line in job.stdout:
+        if line.startswith("rank "):
+            said[int(line.split(":")[0][5:])] = line.strip()
+            if len(said) == 2:
+                break
+    elapsed = time.monotonic() - start
+    pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
+    for pid in pids:  # the frozen one, and mpirun with it
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    job.wait(timeout=60)
+    assert sorted(said) == [0, 2], job.stderr.read()
+    if signal_name == "KILL":
+        # Seen at once: the peer's process ended (its pidfd), whatever MPI or the peer watch know.
+        for r in (0, 2):
+            assert re.fullmatch(r"rank %d: allreduce of tensor 'big' on rank %d: shared-memory collective: rank 1 "
+                                r"\(pid %d, on this host\) ended in the middle of it; the job must end"
+                                % (r, r, pids_by_rank(tmp_path)[1]), said[r]), said[r]
+        assert elapsed < 30
+    else:
+        # Frozen, it lives: the peer watch speaks after its timeout, failing the op in flight, and the
+        # shared-memory wait gives up (whichever the op heard first).
+        for r in (0, 2):
+            lost = "kolo stopped on rank %d: rank 1 (host %s) sent no heartbeat for 3." % (r, socket.gethostname())
+            assert said[r].startswith("rank %d: tensor 'big' did not run: %s" % (r, lost)) or said[r].startswith(
+                "rank %d: allreduce of tensor 'big' on rank %d: shared-memory collective given up: %s" % (r, r, lost)), \
+                said[r]
+        assert elapsed < 40
+    # Removed from /dev/shm as soon as every rank had mapped them, so nothing is left behind.
+    assert shm_segments_of(pids) == []
+
+
+def pids_by_rank(directory):
+    return {int(p.name.split(".")[1]): int(p.read_text()) for p in directory.glob("pid.*")}
 
 
 def test_kolo_opens_no_network_port():
