@@ -9,6 +9,7 @@
 #include "comm/hierarchy_choice.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_control_channel.h"
+#include "comm/mpi/shm_control_channel.h"
 #include "common/logging.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -50,9 +51,16 @@ Status Runtime::start_instance(InstanceStart start, std::shared_ptr<Instance>* o
   }
   if (start.carried) *start.carried = SurvivingComms();
   config.timeline_mark_cycles = config.timeline_mark_cycles || start.timeline_cycles;
-  instance->engine = std::make_shared<Engine>(config, topo,
-                                              std::make_unique<MpiControlChannel>(instance->mpi->control()),
-                                              std::move(registry), std::move(timeline), &handles_);
+  // Every rank on this host: negotiation through its shared memory too.
+  auto mpi_channel = std::make_unique<MpiControlChannel>(instance->mpi->control());
+  std::unique_ptr<ControlChannel> channel;
+  if (instance->mpi->host_shm() != nullptr && topo.cross_size == 1) {
+    channel = std::make_unique<ShmControlChannel>(instance->mpi->host_shm(), std::move(mpi_channel));
+  } else {
+    channel = std::move(mpi_channel);
+  }
+  instance->engine = std::make_shared<Engine>(config, topo, std::move(channel), std::move(registry),
+                                              std::move(timeline), &handles_);
   instance->engine->start();
   *out = std::move(instance);
   return Status::OK();

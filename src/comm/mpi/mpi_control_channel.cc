@@ -8,9 +8,6 @@
 
 namespace kolo {
 
-namespace {
-
-// A block of words, ANDed.
 void and_words(const char* from, char* into, size_t bytes) {
   for (size_t i = 0; i + 8 <= bytes; i += 8) {
     uint64_t a, b;
@@ -20,6 +17,8 @@ void and_words(const char* from, char* into, size_t bytes) {
     std::memcpy(into + i, &b, 8);
   }
 }
+
+namespace {
 
 // The negotiation's blocks, on kolo's control communicator (nothing else receives there).
 constexpr int kNegotiationTag = 1;

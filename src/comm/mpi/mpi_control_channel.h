@@ -12,6 +12,9 @@
 
 namespace kolo {
 
+// A block of 64-bit words ANDed into another (`bytes` a multiple of 8): the negotiation's reduction.
+void and_words(const char* from, char* into, size_t bytes);
+
 class MpiControlChannel : public ControlChannel {
  public:
   explicit MpiControlChannel(MPI_Comm comm);

@@ -14,7 +14,9 @@ void copy(char* to, const char* from, int64_t elements, size_t elem) {
 
 }  // namespace
 
-Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce) {
+Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce,
+                           ShmPace pace) {
+  pace_ = pace;
   const size_t bytes = static_cast<size_t>(count) * elem;
   if (bytes == 0) return broken_;
   if (bytes <= kWholeBytes && bytes <= layout_.slot_bytes()) {
@@ -71,6 +73,7 @@ Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem
 }
 
 Status ShmGroup::reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce) {
+  pace_ = ShmPace::kTransfer;
   const Pieces p = pieces(count, elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
     Status s = begin_round();
@@ -93,6 +96,7 @@ Status ShmGroup::reduce_scatter(char* data, int64_t count, size_t elem, const Re
 }
 
 Status ShmGroup::allgather(char* data, int64_t count, size_t elem) {
+  pace_ = ShmPace::kTransfer;
   const Pieces p = pieces(count, elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
     Status s = begin_round();

@@ -58,26 +58,30 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
     cpu_relax();
   }
   using clock = std::chrono::steady_clock;
+  const bool control = pace_ == ShmPace::kControl;
+  const auto spin_for = std::chrono::microseconds(control ? 20 : 50);
+  const auto yield_for = control ? std::chrono::microseconds(50) : std::chrono::microseconds(2000);
+  const auto max_nap = std::chrono::microseconds(control ? 1000 : 200);
   const auto start = clock::now();
   auto nap = std::chrono::microseconds(20);
   for (uint64_t i = 1;; ++i) {
     if (a.load(std::memory_order_acquire) >= want) return Status::OK();
     const auto waited = clock::now() - start;
-    if (waited < std::chrono::microseconds(50)) {
+    if (waited < spin_for) {
       cpu_relax();
       continue;
     }
-    if (i % 32 == 0 || waited >= std::chrono::milliseconds(2)) {
+    if (i % 32 == 0 || waited >= yield_for) {
       Status s = policy_->interrupted();
       if (!s.ok()) return s;
       if (liveness_ && liveness_->ended(peer)) return policy_->peer_ended(peer, liveness_->pid(peer));
     }
-    if (waited < std::chrono::milliseconds(2)) {
+    if (waited < yield_for) {
       sched_yield();
       continue;
     }
     std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(200));
+    nap = std::min(nap * 2, max_nap);
   }
 }
 

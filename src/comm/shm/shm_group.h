@@ -42,6 +42,15 @@ class ReduceInto {
   virtual void operator()(const char* const* inputs, int n, char* out, size_t bytes) const = 0;
 };
 
+// How a wait paces itself once its first spins are over (as comm/mpi/mpi_status.h's WaitPace).
+enum class ShmPace {
+  // Every rank has started the collective: yield for 2 ms, then nap at most 200 us.
+  kTransfer,
+  // Negotiation: a peer not there within 50 us may be computing for milliseconds: nap in steps doubling
+  // to 1 ms.
+  kControl,
+};
+
 class ShmGroup {
  public:
   // Over a segment of ShmLayout(ranks, slot_bytes).bytes() that every rank of the host has mapped.
@@ -63,7 +72,8 @@ class ShmGroup {
   static constexpr size_t kStreamBytes = 1 << 20;
 
   // `count` elements of `elem` bytes from `in` (may equal `out`), reduced over the host into `out`.
-  Status allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce);
+  Status allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce,
+                   ShmPace pace = ShmPace::kTransfer);
   // Afterwards block rank() of `data` (comm/blocks.h) holds the reduction over the host; the other
   // blocks are as they were.
   Status reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce);
@@ -99,6 +109,7 @@ class ShmGroup {
   ShmWaitPolicy* const policy_;
   std::unique_ptr<PeerLiveness> liveness_;
   uint64_t round_ = 0;
+  ShmPace pace_ = ShmPace::kTransfer;  // the running call's
   Status broken_;
   std::vector<const char*> inputs_;  // the slots' pieces of a round, reused
 };
