@@ -212,12 +212,13 @@ struct InCycle {
 
 void Engine::wait_for_launched_work(int64_t handle) {
   // The caller's cycle launched its op's device work (kolo's stream; nothing waits on a peer): the
-  // caller, which would otherwise block in wait(), ends the work itself when its signal fires (or
-  // polls, yielding, where the work has none), instead of the engine thread's wake-up and a hand-off
-  // back. Bounded: work still running after that is the engine thread's, whose waits are the peer
-  // watch's.
-  constexpr double kMostSeconds = 0.01;
-  const double until = steady_seconds() + kMostSeconds;
+  // caller, which would otherwise block in wait(), ends the work itself, instead of the engine thread's
+  // wake-up and a hand-off back. A small op's work ends within tens of microseconds, sooner than a
+  // sleeping thread is woken on a busy host: the caller polls, yielding, for kSpinSeconds, then sleeps
+  // until the work's signal (or keeps polling where the work has none). Bounded: work still running
+  // after kMostSeconds is the engine thread's, whose waits are the peer watch's.
+  constexpr double kSpinSeconds = 50e-6, kMostSeconds = 0.01;
+  const double start = steady_seconds(), until = start + kMostSeconds;
   uint64_t seen = work_signal_->fired();
   while (!ended_ && !abandoned_ && !stop_requested_ && !handles_->poll(handle).has_value()) {
     bool polled = false;
@@ -230,11 +231,11 @@ void Engine::wait_for_launched_work(int64_t handle) {
       }
     }
     if (handles_->poll(handle).has_value()) break;  // this poll ended it
-    const double left = until - steady_seconds();
-    if (left <= 0) break;
-    if (polled && executor_.signals_every_end()) {
+    const double now = steady_seconds();
+    if (now >= until) break;
+    if (polled && now - start >= kSpinSeconds && executor_.signals_every_end()) {
       // A fire after `seen` was read and before this wait ends it at once: no end is missed.
-      seen = work_signal_->wait_past(seen, left);
+      seen = work_signal_->wait_past(seen, until - now);
     } else {
       std::this_thread::yield();  // the engine thread holds the cycle, or the work has no signal
     }
