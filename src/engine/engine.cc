@@ -26,7 +26,11 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       controller_(channel_.get(), config_),
       executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
                 config_.join_average_over_contributors, work_signal_) {
-  work_signal_->listen([this] { queue_.device_done(); });
+  // A driving caller ends the work it launched itself (wait_for_launched_work): waking this thread too
+  // would take a core from it. Work it leaves running makes drive() wake this thread as it returns.
+  work_signal_->listen([this] {
+    if (drivers_ == 0) queue_.device_done();
+  });
   if (config_.autotune.enabled) {
     const TunedSettings start{config_.fusion_threshold_bytes, config_.segment_bytes, config_.zero_copy_bytes,
                               config_.hierarchical_allreduce && topology.homogeneous};
