@@ -121,6 +121,14 @@ class Completion {
   // (kPeersFailed) leaves device work to recover_in_place, which stops it by shrinking its
   // communicators.
   virtual void abort(const Status& why) {}
+  // Arranges for `wake` to be called, on any thread and maybe after this object is gone, once the work
+  // has ended, so that the engine polls when there is something to find. False where it cannot (the
+  // engine then polls in naps). Work that fails without ending (a communicator's error) may never call
+  // it: the engine still polls once a cycle.
+  virtual bool wake_when_done(const std::function<void()>& wake) {
+    (void)wake;
+    return false;
+  }
 };
 
 class Collective {

@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "cuda/batched_copy.h"
@@ -19,6 +20,12 @@ namespace {
 
 std::string version_text(int v, int major_div, int minor_div, int minor_mod) {
   return std::to_string(v / major_div) + "." + std::to_string(v / minor_div % minor_mod);
+}
+
+void CUDART_CB run_host_callback(void* data) {
+  auto* callback = static_cast<std::function<void()>*>(data);
+  (*callback)();
+  delete callback;
 }
 
 class CudaBackend : public DeviceBackend {
@@ -118,6 +125,15 @@ class CudaBackend : public DeviceBackend {
 
   Status synchronize(DeviceEvent event) override {
     return cuda_status(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+  }
+
+  Status host_callback(DeviceStream stream, std::function<void()> callback) override {
+    // cudaLaunchHostFunc runs it on CUDA's callback thread once the stream's work before it has ended;
+    // the function only signals (it must not call CUDA or NCCL). It owns its copy of the callback.
+    auto* owned = new std::function<void()>(std::move(callback));
+    const cudaError_t e = cudaLaunchHostFunc(static_cast<cudaStream_t>(stream), &run_host_callback, owned);
+    if (e != cudaSuccess) delete owned;
+    return cuda_status(e, "cudaLaunchHostFunc");
   }
 
   Status elapsed(DeviceEvent start, DeviceEvent end, double* seconds) override {

@@ -134,6 +134,16 @@ class DeviceBackend {
   virtual Status synchronize(DeviceEvent event) = 0;
   // Seconds between two completed timing events.
   virtual Status elapsed(DeviceEvent start, DeviceEvent end, double* seconds) = 0;
+  // Calls `callback` once, on a thread of the backend's, when the stream reaches this point, so that
+  // kolo hears of work's end without polling. The callback must not call the backend or the collective
+  // library (CUDA's rule for host functions, and NCCL's) and must return soon: work behind it on the
+  // stream waits for it. It may never run if the work before it never ends (a lost peer). kUnsupported
+  // where the backend cannot: kolo then polls.
+  virtual Status host_callback(DeviceStream stream, std::function<void()> callback) {
+    (void)stream;
+    (void)callback;
+    return Status::Unsupported("this device backend has no host callbacks");
+  }
 
   // Every piece in one launch (a few launches for thousands of pieces), ordered on `stream`.
   virtual Status batched_copy(const std::vector<CopyPiece>& pieces, const CopyTransform& transform,

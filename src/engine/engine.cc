@@ -25,7 +25,12 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       handles_(handles),
       controller_(channel_.get(), config_),
       executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
-                config_.join_average_over_contributors) {
+                config_.join_average_over_contributors, work_signal_) {
+  // A driving caller ends the work it launched itself (wait_for_launched_work): waking this thread too
+  // would take a core from it. Work it leaves running makes drive() wake this thread as it returns.
+  work_signal_->listen([this] {
+    if (drivers_ == 0) queue_.device_done();
+  });
   if (config_.autotune.enabled) {
     const TunedSettings start{config_.fusion_threshold_bytes, config_.segment_bytes, config_.zero_copy_bytes,
                               config_.hierarchical_allreduce && topology.homogeneous};
@@ -34,7 +39,10 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
   }
 }
 
-Engine::~Engine() { stop(); }
+Engine::~Engine() {
+  stop();
+  work_signal_->listen({});  // work still running may fire it later: the queue is gone by then
+}
 
 void Engine::start() {
   running_ = true;
@@ -159,20 +167,20 @@ double Engine::poll_device_work(double nap) {
   return executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
 }
 
+double Engine::device_wait(double nap, double until) const {
+  const double left = std::max(until - steady_seconds(), 0.0);
+  return executor_.signals_every_end() ? left : std::min(nap, left);
+}
+
 void Engine::wait_between_cycles(double seconds) {
-  // While device work runs, its completions are polled without a negotiation round each time.
+  // While device work runs, its completions are ended without a negotiation round each time: as its
+  // signal wakes the queue (a wake-up without a cycle due), or polled in naps where some work has none.
   const double until = steady_seconds() + seconds;
   double nap = kFirstNap;
-  while (true) {
-    const double now = steady_seconds();
-    if (now >= until) return;
-    const double left = until - now;
-    if (executor_.running_any_thread() == 0) {
-      queue_.wait_for_work(left);
-      return;
-    }
-    if (queue_.wait_for_work(std::min(nap, left))) return;
-    nap = poll_device_work(nap);
+  while (steady_seconds() < until) {
+    const bool device = executor_.running_any_thread() > 0;
+    if (queue_.wait_for_work(device ? device_wait(nap, until) : until - steady_seconds())) return;
+    if (device) nap = poll_device_work(nap);
   }
 }
 
@@ -187,8 +195,10 @@ void Engine::hold_while_device_is_full() {
   constexpr double kMostSeconds = 0.05;
   const double until = steady_seconds() + kMostSeconds;
   double nap = kFirstNap;
+  uint64_t seen = work_signal_->fired();
   while (executor_.running_any_thread() >= full && !stop_requested_ && steady_seconds() < until) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(nap));
+    // New ops do not end this wait (they are what it lets gather), so it waits on the signal itself.
+    seen = work_signal_->wait_past(seen, device_wait(nap, until));
     nap = poll_device_work(nap);
   }
 }
@@ -206,21 +216,33 @@ struct InCycle {
 
 void Engine::wait_for_launched_work(int64_t handle) {
   // The caller's cycle launched its op's device work (kolo's stream; nothing waits on a peer): the
-  // caller, which would otherwise block in wait(), polls the work's end itself, as
-  // cudaStreamSynchronize spins, instead of the engine thread's naps and a wake-up on each side.
-  // Bounded: work still running after that is the engine thread's, whose waits are the peer watch's.
-  constexpr double kMostSeconds = 0.01;
-  const double until = steady_seconds() + kMostSeconds;
+  // caller, which would otherwise block in wait(), ends the work itself, instead of the engine thread's
+  // wake-up and a hand-off back. A small op's work ends within tens of microseconds, sooner than a
+  // sleeping thread is woken on a busy host: the caller polls, yielding, for kSpinSeconds, then sleeps
+  // until the work's signal (or keeps polling where the work has none). Bounded: work still running
+  // after kMostSeconds is the engine thread's, whose waits are the peer watch's.
+  constexpr double kSpinSeconds = 50e-6, kMostSeconds = 0.01;
+  const double start = steady_seconds(), until = start + kMostSeconds;
+  uint64_t seen = work_signal_->fired();
   while (!ended_ && !abandoned_ && !stop_requested_ && !handles_->poll(handle).has_value()) {
+    bool polled = false;
     {
       std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
       if (lock.owns_lock()) {
         if (executor_.running() == 0) break;  // ended by the engine thread meanwhile
         executor_.poll();
+        polled = true;
       }
     }
-    if (steady_seconds() >= until) break;
-    std::this_thread::yield();
+    if (handles_->poll(handle).has_value()) break;  // this poll ended it
+    const double now = steady_seconds();
+    if (now >= until) break;
+    if (polled && now - start >= kSpinSeconds && executor_.signals_every_end()) {
+      // A fire after `seen` was read and before this wait ends it at once: no end is missed.
+      seen = work_signal_->wait_past(seen, until - now);
+    } else {
+      std::this_thread::yield();  // the engine thread holds the cycle, or the work has no signal
+    }
   }
 }
 

@@ -21,6 +21,7 @@
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
 #include "engine/tuning/autotuner.h"
+#include "engine/work_signal.h"
 
 namespace kolo {
 
@@ -81,14 +82,19 @@ class Engine {
   // On the engine thread: takes up a timeline handed over by start/stop_timeline.
   void switch_timeline();
   void hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles);
-  // Until the next cycle is due (or an op arrives), polling device work's completions meanwhile.
+  // Until the next cycle is due (or an op arrives), ending device work meanwhile as it ends: woken by
+  // its signal where every running group fires one, else polled in naps.
   void wait_between_cycles(double seconds);
   void hold_while_device_is_full();
   // On a driving caller's thread, once its cycles are done: while device work it launched runs (its
-  // op's), polls for its end for a short bound instead of leaving that to the engine thread.
+  // op's), waits for its end for a short bound (woken by the work's signal) instead of leaving that to
+  // the engine thread.
   void wait_for_launched_work(int64_t handle);
   // Ends the device work that has ended; the next nap: the first again if some did, else doubled.
   double poll_device_work(double nap);
+  // How long to wait before polling device work again: until `until` where the work's end wakes this
+  // thread (the cycle still polls, for a communicator's error), else the nap.
+  double device_wait(double nap, double until) const;
   void fail_all(const std::string& why, StatusCode code);
   // KOLO_AUTOTUNE: counts what the cycle agreed on; where a sample ended, rank 0's decision reaches every
   // rank through the control channel (a collective, at the same cycle everywhere).
@@ -116,6 +122,9 @@ class Engine {
   // Atomic so that a cycle sees no handover without taking timeline_mu_ (written under it).
   std::atomic<uint64_t> timeline_asked_{0}, timeline_done_{0};
   HandleTable* handles_;
+  // Fired by device work as it ends; wakes this engine's queue (and a driving caller) so that
+  // completions are polled when there is one to find, not in naps.
+  const std::shared_ptr<WorkSignal> work_signal_ = std::make_shared<WorkSignal>();
   TensorQueue queue_;
   Controller controller_;
   CycleResult cycle_result_;  // the last cycle's, reused (under cycle_mu_)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "common/ranks.h"
 #include "common/clock.h"
@@ -25,18 +26,20 @@ struct Executor::Group {
   double started = 0.0;
   std::unique_ptr<PhaseLog> log;
   std::unique_ptr<Completion> completion;
+  bool signals_end = false;  // its work fires the executor's signal as it ends
 };
 
 Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles,
                    Timeline* timeline, int64_t fusion_threshold_bytes, int rank,
-                   bool join_average_over_contributors)
+                   bool join_average_over_contributors, std::shared_ptr<WorkSignal> signal)
     : rank_(rank),
       join_average_over_contributors_(join_average_over_contributors),
       registry_(registry),
       queue_(queue),
       handles_(handles),
       timeline_(timeline),
-      fusion_threshold_bytes_(fusion_threshold_bytes) {}
+      fusion_threshold_bytes_(fusion_threshold_bytes),
+      signal_(std::move(signal)) {}
 
 Executor::~Executor() = default;
 
@@ -216,6 +219,11 @@ void Executor::launch(std::unique_ptr<Group> owned) {
     for (size_t i = 0; i < call.pieces.size(); ++i) {
       group.owned.push_back(group.entries[i] != nullptr ? queue_->remove(call.pieces[i].name) : nullptr);
     }
+    if (signal_) {
+      // The callback holds the signal, not the executor: it may run after the engine is gone.
+      group.signals_end = group.completion->wake_when_done([signal = signal_] { signal->fire(); });
+    }
+    if (!group.signals_end) ++unsignalled_count_;
     running_.push_back(std::move(owned));
     running_count_ = running_.size();
     return;
@@ -265,6 +273,7 @@ void Executor::poll() {
     std::unique_ptr<Group> done = std::move(*it);
     it = running_.erase(it);
     running_count_ = running_.size();
+    if (!done->signals_end) --unsignalled_count_;
     end(*done, *status);
   }
 }
@@ -286,6 +295,7 @@ void Executor::drain(double seconds, const Status& why) {
   }
   running_.clear();
   running_count_ = 0;
+  unsignalled_count_ = 0;
 }
 
 }  // namespace kolo

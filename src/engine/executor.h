@@ -2,7 +2,8 @@
 // buffers, and ends every entry it touches: output written, callback called, handle completed.
 //
 // A collective may leave work running (a GPU stream): its group then waits in a completion queue,
-// polled between and after cycles, while the engine negotiates the next ops. Its entries leave the
+// polled between and after cycles, while the engine negotiates the next ops; work that can fires a
+// WorkSignal as it ends, so that the engine polls when there is something to find. Its entries leave the
 // queue at launch (their names may be submitted again: the next op's work queues behind this one's
 // on the device) and complete when the work has ended.
 #pragma once
@@ -17,13 +18,15 @@
 #include "engine/message.h"
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
+#include "engine/work_signal.h"
 
 namespace kolo {
 
 class Executor {
  public:
   Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles, Timeline* timeline,
-           int64_t fusion_threshold_bytes, int rank, bool join_average_over_contributors = false);
+           int64_t fusion_threshold_bytes, int rank, bool join_average_over_contributors = false,
+           std::shared_ptr<WorkSignal> signal = nullptr);
   ~Executor();
 
   // `agreed_at`: when the cycle that produced `responses` finished negotiating. `joined`: this rank
@@ -41,6 +44,9 @@ class Executor {
   size_t running() const { return running_.size(); }
   // The same, from any thread.
   size_t running_any_thread() const { return running_count_; }
+  // Whether every group still running fires the signal when its work ends (Completion::wake_when_done),
+  // so that nothing is found only by polling. Any thread.
+  bool signals_every_end() const { return unsignalled_count_ == 0; }
   // Between cycles (KOLO_AUTOTUNE): the largest fused group from the next run on.
   void set_fusion_threshold(int64_t bytes) { fusion_threshold_bytes_ = bytes; }
   // On the engine thread: where phases are written from now on (null: nowhere).
@@ -66,6 +72,9 @@ class Executor {
   int64_t fusion_threshold_bytes_;
   std::vector<std::unique_ptr<Group>> running_;  // in launch order
   std::atomic<size_t> running_count_{0};
+  // Fired by running groups' work as it ends (null: none is asked to); of running_, those that will not.
+  const std::shared_ptr<WorkSignal> signal_;
+  std::atomic<size_t> unsignalled_count_{0};
 };
 
 }  // namespace kolo

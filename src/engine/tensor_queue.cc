@@ -39,9 +39,20 @@ std::vector<Request> TensorQueue::take_new() {
 bool TensorQueue::wait_for_work(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool work =
-      cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return fresh_.size() > unannounced_ || woken_; });
+      cv_.wait_for(lock, std::chrono::duration<double>(seconds),
+                   [this] { return fresh_.size() > unannounced_ || woken_ || device_done_; }) &&
+      (fresh_.size() > unannounced_ || woken_);
   woken_ = false;
+  device_done_ = false;
   return work;
+}
+
+void TensorQueue::device_done() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    device_done_ = true;
+  }
+  cv_.notify_one();
 }
 
 void TensorQueue::wake() {

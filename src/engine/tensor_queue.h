@@ -21,10 +21,13 @@ class TensorQueue {
   Status push(std::unique_ptr<TensorEntry> entry, bool wake = true);
   // Requests pushed since the last call, in push order.
   std::vector<Request> take_new();
-  // Waits until something is pushed (to be woken for), wake() is called, or `seconds` pass; true in
-  // the first two cases.
+  // Waits until something is pushed (to be woken for), wake() is called, device work has ended
+  // (device_done()), or `seconds` pass; true in the first two cases (a cycle is due).
   bool wait_for_work(double seconds);
   void wake();
+  // Device work has ended (from the backend's thread, WorkSignal): ends the engine's wait without a
+  // cycle being due, so that it polls the work's completions.
+  void device_done();
 
   // Ops pushed and not yet removed.
   size_t in_flight();
@@ -43,6 +46,7 @@ class TensorQueue {
   std::vector<Request> fresh_;
   size_t unannounced_ = 0;  // of fresh_, pushed without waking the engine
   bool woken_ = false;
+  bool device_done_ = false;
   bool joining_ = false;  // a join is in flight: nothing more until it completes
   bool closed_ = false;
   std::string closed_reason_;

@@ -99,5 +99,9 @@ void DeviceWork::abort(const Status& why) {
   if (failed_.ok()) fail(why.code() == StatusCode::kPeersFailed ? why : Status::Aborted(why.message()));
 }
 
-}  // namespace kolo
+bool DeviceWork::wake_when_done(const std::function<void()>& wake) {
+  // Behind the done event on the same stream: once it runs, poll() finds the event done.
+  return done_ && context_.backend().host_callback(context_.stream(), wake).ok();
+}
 
+}  // namespace kolo

@@ -30,6 +30,8 @@ class DeviceWork : public Completion {
   std::shared_ptr<void> done_event() const override { return done_; }
   void record_phases(PhaseLog& log) override;
   void abort(const Status& why) override;
+  // A host callback behind the done event on the communication stream (after launch()).
+  bool wake_when_done(const std::function<void()>& wake) override;
 
  private:
   Status fail(const Status& why);

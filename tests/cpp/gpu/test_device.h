@@ -25,6 +25,10 @@ class TestDevice {
   virtual Status delay(DeviceStream stream, double seconds) = 0;
   // Batched copies launched so far, where the implementation counts them (-1: it does not).
   virtual int64_t batched_copies() const { return -1; }
+  // Events queried so far (each a poll of device work) and host callbacks run, where the implementation
+  // counts them (-1: it does not).
+  virtual int64_t event_queries() const { return -1; }
+  virtual int64_t host_callbacks_run() const { return -1; }
   // The thread that last launched a communicator's work, where the implementation knows (the double).
   virtual std::optional<std::thread::id> last_launch_thread() const { return std::nullopt; }
 };

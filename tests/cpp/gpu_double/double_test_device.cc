@@ -18,6 +18,8 @@ class DoubleTestDevice : public TestDevice {
     return Status::OK();
   }
   int64_t batched_copies() const override { return double_->batched_copies(); }
+  int64_t event_queries() const override { return double_->queries(); }
+  int64_t host_callbacks_run() const override { return double_->host_callbacks_run(); }
   std::optional<std::thread::id> last_launch_thread() const override { return double_->last_launch_thread(); }
 
  private:

@@ -43,6 +43,8 @@ class HostDouble : public DeviceBackend {
   Status query(DeviceEvent event, bool* done) override;
   Status synchronize(DeviceEvent event) override;
   Status elapsed(DeviceEvent start, DeviceEvent end, double* seconds) override;
+  // Runs on the stream's worker, in order, as cudaLaunchHostFunc on CUDA's callback thread.
+  Status host_callback(DeviceStream stream, std::function<void()> callback) override;
   Status batched_copy(const std::vector<CopyPiece>& pieces, const CopyTransform& transform,
                       DeviceStream stream) override;
   Status unique_id(std::string* id) override;
@@ -55,6 +57,9 @@ class HostDouble : public DeviceBackend {
   bool is_device_memory(const void* data, int64_t bytes) const;
   // Batched copies launched so far (one per call), and allocations alive.
   int64_t batched_copies() const { return batched_copies_; }
+  // Events queried so far (each is a poll of device work), and host callbacks that have run.
+  int64_t queries() const { return queries_; }
+  int64_t host_callbacks_run() const { return host_callbacks_run_; }
   size_t live_allocations() const;
   // Communicators made by create_comm, and made by shrinking one (ULFM underneath).
   int comms_made() const { return comms_made_; }
@@ -75,6 +80,8 @@ class HostDouble : public DeviceBackend {
   std::map<const char*, int64_t> allocations_;  // start -> bytes
   std::unique_ptr<Stream> default_stream_;
   std::atomic<int64_t> batched_copies_{0};
+  std::atomic<int64_t> queries_{0};
+  std::atomic<int64_t> host_callbacks_run_{0};
   std::atomic<int> comms_made_{0};
   std::atomic<int> comms_shrunk_{0};
   int64_t next_id_ = 0;
