@@ -29,8 +29,14 @@ Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
   return lost;
 }
 
-std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, const HostShmOptions& options,
-                                             std::vector<std::string> names, std::string* why_not) {
+void MpiShmWaitPolicy::progress() {
+  // The hierarchical allreduce's crossing is in flight while the host's stages run here: without MPI
+  // calls on this thread its pieces would wait for the next MPI wait.
+  if (crossing_ != MPI_COMM_NULL) drive_mpi_progress(crossing_);
+}
+
+std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, MPI_Comm crossing, const HostShmOptions& options,
+                                       std::vector<std::string> names, std::string* why_not) {
   int rank = 0, size = 1;
   MPI_Comm_rank(local, &rank);
   MPI_Comm_size(local, &size);
@@ -65,7 +71,7 @@ std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, const HostShmOptions& opt
     }
   }
   auto memory = std::unique_ptr<HostShm>(new HostShm());
-  memory->policy_ = std::make_unique<MpiShmWaitPolicy>(std::move(names));
+  memory->policy_ = std::make_unique<MpiShmWaitPolicy>(std::move(names), crossing);
   if (ok) {
     memory->group_ = std::make_unique<ShmGroup>(std::move(segment), layout, rank, memory->policy_.get());
     memory->group_->publish_pid();

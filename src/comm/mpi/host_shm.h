@@ -26,22 +26,26 @@ struct HostShmOptions {
 // calls on the revoked communicators do), and a host peer seen ending (reported like a failure MPI saw).
 class MpiShmWaitPolicy : public ShmWaitPolicy {
  public:
-  // names[i]: how local rank i is named in messages ("rank 3").
-  explicit MpiShmWaitPolicy(std::vector<std::string> names) : names_(std::move(names)) {}
+  // names[i]: how local rank i is named in messages ("rank 3"). `crossing`: the communicator between
+  // hosts whose messages the waits keep moving (MPI_COMM_NULL on one host).
+  MpiShmWaitPolicy(std::vector<std::string> names, MPI_Comm crossing)
+      : names_(std::move(names)), crossing_(crossing) {}
   Status interrupted() override;
   Status peer_ended(int peer, pid_t pid) override;
+  void progress() override;
 
  private:
   std::vector<std::string> names_;
+  MPI_Comm crossing_;
 };
 
 class HostShm {
  public:
-  // Collective over `local` (the ranks of one host). Null where not used: one rank on the host, turned
+  // Collective over `local` (the ranks of one host); `crossing` as for MpiShmWaitPolicy. Null where not used: one rank on the host, turned
   // off, or the segment could not be made or mapped on some rank (then *why_not says why, on every rank,
   // and the collectives go through MPI). `names`: each local rank's name for messages.
-  static std::unique_ptr<HostShm> open(MPI_Comm local, const HostShmOptions& options,
-                                          std::vector<std::string> names, std::string* why_not);
+  static std::unique_ptr<HostShm> open(MPI_Comm local, MPI_Comm crossing, const HostShmOptions& options,
+                                       std::vector<std::string> names, std::string* why_not);
   ShmGroup& group() { return *group_; }
 
  private:

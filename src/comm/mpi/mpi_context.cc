@@ -125,7 +125,8 @@ void MpiContext::open_host_shm(const HostShmOptions& options) {
     names.push_back("rank " + std::to_string(job_rank));
   }
   std::string why_not;
-  host_shm_ = HostShm::open(local_, options, std::move(names), &why_not);
+  host_shm_ = HostShm::open(local_, topology_.cross_size > 1 ? cross_ : MPI_COMM_NULL, options, std::move(names),
+                            &why_not);
   // Turned off, or alone on its host: nothing to say.
   if (!host_shm_ && options.enabled && topology_.local_size > 1 && topology_.local_rank == 0) {
     KOLO_LOG(kWarning, "no shared memory among this host's " << topology_.local_size << " ranks (" << why_not

@@ -57,9 +57,10 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
     if (a.load(std::memory_order_acquire) >= want) return Status::OK();
     cpu_relax();
   }
+  policy_->progress();
   using clock = std::chrono::steady_clock;
   const bool control = pace_ == ShmPace::kControl;
-  const auto spin_for = std::chrono::microseconds(control ? 20 : 50);
+  const auto spin_for = std::chrono::microseconds(control ? 20 : 10);
   const auto yield_for = control ? std::chrono::microseconds(50) : std::chrono::microseconds(2000);
   const auto max_nap = std::chrono::microseconds(control ? 1000 : 200);
   const auto start = clock::now();
@@ -67,6 +68,7 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
   for (uint64_t i = 1;; ++i) {
     if (a.load(std::memory_order_acquire) >= want) return Status::OK();
     const auto waited = clock::now() - start;
+    if (i % 64 == 0) policy_->progress();
     if (waited < spin_for) {
       cpu_relax();
       continue;
@@ -96,6 +98,7 @@ Status ShmGroup::wait_all(Flag flag) {
 
 Status ShmGroup::begin_round() {
   if (!broken_.ok()) return broken_;
+  policy_->progress();
   ++round_;
   return wait_all(Flag::kDone);
 }

@@ -32,6 +32,9 @@ class ShmWaitPolicy {
   virtual Status interrupted() = 0;
   // Local rank `peer` (process `pid`) ended in the middle of a round: what the op fails with.
   virtual Status peer_ended(int peer, pid_t pid) = 0;
+  // Called between rounds and while waiting: what else this thread keeps moving meanwhile (messages
+  // crossing between hosts, which move only as their thread calls into MPI).
+  virtual void progress() {}
 };
 
 // Reduces `n` inputs of `bytes` each into `out`, element by element, in an order fixed by the call
