@@ -127,6 +127,10 @@ void MpiContext::open_host_shm(const HostShmOptions& options) {
   std::string why_not;
   host_shm_ = HostShm::open(local_, topology_.cross_size > 1 ? cross_ : MPI_COMM_NULL, options, std::move(names),
                             &why_not);
+  if (host_shm_ && topology_.local_rank == 0) {
+    KOLO_LOG(kDebug, "shared memory among this host's " << topology_.local_size << " ranks: "
+                                                       << host_shm_->group().segment().bytes() << " bytes");
+  }
   // Turned off, or alone on its host: nothing to say.
   if (!host_shm_ && options.enabled && topology_.local_size > 1 && topology_.local_rank == 0) {
     KOLO_LOG(kWarning, "no shared memory among this host's " << topology_.local_size << " ranks (" << why_not
