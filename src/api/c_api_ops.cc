@@ -106,12 +106,14 @@ kolo::Status read_options(const char* fn, const kolo_op_options* in, kolo_op_opt
   return kolo::Status::OK();
 }
 
-using Start = std::function<kolo::Handle(const kolo_op_options&)>;
+// Called before run() returns: a reference, not a std::function (which would allocate for a lambda
+// capturing more than two pointers, once per op).
+using Start = kolo::FunctionRef<kolo::Handle(const kolo_op_options&)>;
 
 // One op through the C ABI: its options read, then `start` (a C++ *_async call) enqueues it or is
 // refused at once. Blocking: the caller drives the op's cycles (`drive`; join's wait only waits) and
 // the op's output goes to options->output.
-int32_t run(const char* fn, const kolo_op_options* given, kolo_handle* handle, bool drive, const Start& start) {
+int32_t run(const char* fn, const kolo_op_options* given, kolo_handle* handle, bool drive, Start start) {
   if (handle != nullptr) *handle = 0;
   kolo_op_options o;
   kolo::Status s = read_options(fn, given, &o);

@@ -3,11 +3,10 @@
 #include "kolo/kolo.h"
 
 #include <algorithm>
-#include <atomic>
-#include <functional>
-#include <map>
-#include <mutex>
+#include <memory>
+#include <vector>
 
+#include "api/call.h"
 #include "api/runtime.h"
 #include "api/start_op.h"
 #include "common/clock.h"
@@ -26,70 +25,23 @@
 namespace kolo {
 namespace {
 
-// Numbers unnamed calls of each kind in each process set: ranks that make them in the same order
-// agree on the names (a rank outside a set makes none of its calls, so each set counts its own).
-std::string name_or_auto(const std::string& name, OpKind kind, int process_set) {
-  if (!name.empty()) return name;
-  static std::mutex mu;
-  static std::map<std::pair<int, int>, int64_t> counters;
-  std::lock_guard<std::mutex> lock(mu);
-  const int64_t n = counters[{process_set, static_cast<int>(kind)}]++;
-  return std::string(op_kind_name(kind)) + ".noname." + (process_set ? std::to_string(process_set) + "." : "") +
-         std::to_string(n);
-}
-
-struct Call {
-  std::shared_ptr<Engine> engine;
-  std::shared_ptr<DeviceContext> device;  // null without GPU support
-  std::vector<int> set_ranks;             // a process set's members by job rank; empty for the job
-  int process_set = 0;
-  CallSite site;
-};
-
-// The engine of the op's process set and this call's identity, or why it cannot run here.
-Status begin(const std::string& name, OpKind kind, int process_set, Call* call) {
-  Runtime& rt = Runtime::instance();
-  call->site.name = name_or_auto(name, kind, process_set);
-  call->site.kind = kind;
-  call->site.rank = -1;
-  call->process_set = process_set;
-  Target t;
-  Status s = rt.target(
-      process_set, [&] { return std::string(op_kind_name(kind)) + " of tensor '" + call->site.name + "'"; }, &t);
-  if (!s.ok()) return s;
-  call->engine = std::move(t.engine);
-  call->device = std::move(t.device);
-  call->set_ranks = std::move(t.ranks);
-  call->site.rank = call->engine->topology().rank;
-  call->site.size = call->engine->topology().size;
-  call->site.job_rank = call->set_ranks.empty() ? call->site.rank : call->set_ranks[call->site.rank];
-  call->site.collectives = &call->engine->collectives();
-  return Status::OK();
-}
-
-// Set while start_op() starts an op: a refusal is told there, and no handle is made for it.
-thread_local Status* t_refusal = nullptr;
-
 Handle rejected(const Status& s) {
-  if (t_refusal != nullptr) {
-    *t_refusal = s;
+  ThreadCalls& tc = thread_calls();
+  if (tc.refusal != nullptr) {
+    *tc.refusal = s;
     return Handle();
   }
   return Handle(Runtime::instance().handles().create_done(s));
 }
 
-// Inside a blocking call (allreduce, not allreduce_async): its op goes to the engine without waking
-// kolo's thread, and the caller drives it (Engine::drive) before waiting.
-thread_local bool t_blocking = false;
-thread_local std::shared_ptr<Engine> t_driven;  // the engine that op went to
-
-Status blocking(const std::function<Handle()>& start, Output* output = nullptr) {
+Status blocking(FunctionRef<Handle()> start, Output* output = nullptr) {
   Handle unused;
   return start_op(start, true, &unused, output);
 }
 
+// Fills one of the engine's spare entries: assignments into memory it already has.
 std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& input, const TensorView& output) {
-  auto e = std::make_unique<TensorEntry>();
+  std::unique_ptr<TensorEntry> e = call.engine->new_entry();
   Request& q = e->request;
   q.name = call.site.name;
   q.rank = call.site.rank;
@@ -118,10 +70,11 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
   const Handle h(e->handle);
   // A refusal at the queue names the job's rank and the set.
   RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");
-  const Status refused = call.engine->submit(std::move(e), t_blocking);
-  if (t_blocking) t_driven = call.engine;  // its drive() ends the quiet submit, refused or not
+  ThreadCalls& tc = thread_calls();
+  const Status refused = call.engine->submit(std::move(e), tc.blocking);
+  if (tc.blocking) tc.driven = call.engine;  // its drive() ends the quiet submit, refused or not
   if (refused.ok()) return h;
-  if (t_refusal != nullptr) {
+  if (tc.refusal != nullptr) {
     Runtime::instance().handles().discard(h.id());
     return rejected(refused);
   }
@@ -183,7 +136,8 @@ Status stop_timeline() {
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& o) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   Status s = begin(name, OpKind::kAllreduce, o.process_set, &call);
   if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
   if (!s.ok()) return rejected(s);
@@ -191,7 +145,8 @@ Handle allreduce_async(const std::string& name, const TensorView& input, const T
 }
 
 Handle allgather_async(const std::string& name, const TensorView& input, const SizedOutputOptions& o) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   Status s = begin(name, OpKind::kAllgather, o.process_set, &call);
   if (s.ok()) s = validate_allgather(call.site, input);
   if (!s.ok()) return rejected(s);
@@ -202,7 +157,8 @@ Handle allgather_async(const std::string& name, const TensorView& input, const S
 
 Handle broadcast_async(const std::string& name, const TensorView& input, const TensorView& output, int root_rank,
                        const BroadcastOptions& o) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   Status s = begin(name, OpKind::kBroadcast, o.process_set, &call);
   // The root is a job rank; the set's engine counts ranks within the set.
   int root = root_rank;
@@ -226,7 +182,8 @@ Handle broadcast_async(const std::string& name, const TensorView& input, const T
 
 Handle alltoall_async(const std::string& name, const TensorView& input, const std::vector<int64_t>& splits,
                       const SizedOutputOptions& o) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   std::vector<int64_t> resolved = splits;
   Status s = begin(name, OpKind::kAlltoall, o.process_set, &call);
   if (s.ok()) s = validate_alltoall(call.site, input, &resolved);
@@ -239,7 +196,8 @@ Handle alltoall_async(const std::string& name, const TensorView& input, const st
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
                            const ReducescatterOptions& o) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   Status s = begin(name, OpKind::kReducescatter, o.process_set, &call);
   if (s.ok()) {
     s = validate_reducescatter(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
@@ -251,7 +209,8 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
 Handle barrier_async(const DoneCallback& on_done) { return barrier_async(0, on_done); }
 
 Handle barrier_async(int process_set, const DoneCallback& on_done) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   // One name, not a per-process count: a rank in join() takes part in others' barriers without
   // calling barrier(), and must not fall behind in numbering. So one barrier at a time per rank.
   Status s = begin("barrier", OpKind::kBarrier, process_set, &call);
@@ -262,7 +221,8 @@ Handle barrier_async(int process_set, const DoneCallback& on_done) {
 }
 
 Handle join_async(const DoneCallback& on_done) {
-  Call call;
+  const CallScope scope;
+  Call& call = *scope;
   Status s = begin("join", OpKind::kJoin, 0, &call);
   if (!s.ok()) return rejected(s);
   TensorView none;
@@ -286,14 +246,15 @@ Status wait_on_stream(Handle handle, void* stream, Output* output) {
 
 std::optional<Status> poll(Handle handle) { return Runtime::instance().handles().poll(handle.id()); }
 
-Status start_op(const std::function<Handle()>& start, bool block, Handle* handle, Output* output) {
+Status start_op(FunctionRef<Handle()> start, bool block, Handle* handle, Output* output) {
   Status refusal;
-  t_refusal = &refusal;
-  t_blocking = block;
+  ThreadCalls& tc = thread_calls();
+  tc.refusal = &refusal;
+  tc.blocking = block;
   const Handle h = start();
-  t_blocking = false;
-  t_refusal = nullptr;  // before any cycle: a callback that the drive runs may start ops of its own
-  const std::shared_ptr<Engine> engine = std::move(t_driven);  // leaves t_driven empty
+  tc.blocking = false;
+  tc.refusal = nullptr;  // before any cycle: a callback that the drive runs may start ops of its own
+  const std::shared_ptr<Engine> engine = std::move(tc.driven);  // leaves it empty
   if (engine) engine->drive(h.id());
   if (!refusal.ok()) return refusal;
   if (!block) {

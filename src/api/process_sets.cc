@@ -86,7 +86,7 @@ std::string set_timeline_path(const std::string& path, int id) {
   return path.substr(0, dot) + tag + path.substr(dot);
 }
 
-Status Runtime::target(int id, const std::function<std::string()>& what, Target* t) {
+Status Runtime::target(int id, FunctionRef<std::string()> what, Target* t) {
   std::lock_guard<std::mutex> lock(mu_);
   if (faults_.is_lost()) {
     const Status lost = faults_.lost();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/fault_domain.h"
+#include "common/function_ref.h"
 #include "comm/device/device_context.h"
 #include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_context.h"
@@ -74,7 +75,7 @@ class Runtime {
   // Process sets (src/api/process_sets.cc). `target` for an op of process set `id` on this rank, or
   // why it cannot run there (unknown set, not a member, not initialized), after `what()` names the op
   // (made only then: this is on every op's path).
-  Status target(int id, const std::function<std::string()>& what, Target* target);
+  Status target(int id, FunctionRef<std::string()> what, Target* target);
   // Both collective over every rank of the job, which must pass the same arguments; an error is the
   // same on every rank. add: `ranks` (job ranks, any order) get a set of their own with its own
   // engine and communicators; *id is its id (the same on every rank). remove: refused on every rank

@@ -1,8 +1,7 @@
 // How the C ABI starts an op: a call refused at once comes back as its status, not as a failed handle.
 #pragma once
 
-#include <functional>
-
+#include "common/function_ref.h"
 #include "kolo/kolo.h"
 
 namespace kolo {
@@ -11,6 +10,6 @@ namespace kolo {
 // argument, kolo not initialized, an unknown set, a name in flight): returns why, nothing enqueued and
 // no handle made. Else, not blocking: OK and *handle; blocking: as the blocking forms (the caller drives
 // its op's cycles, KOLO_CALLER_DRIVES), the op's status and *output (may be null).
-Status start_op(const std::function<Handle()>& start, bool blocking, Handle* handle, Output* output);
+Status start_op(FunctionRef<Handle()> start, bool blocking, Handle* handle, Output* output);
 
 }  // namespace kolo

@@ -65,13 +65,34 @@ Controller::Controller(ControlChannel* channel, const Config& config, Clock cloc
   last_stall_check_ = clock_();
 }
 
-void Controller::classify(Waiting w, std::vector<uint64_t>* invalid) {
-  if (w.request.kind == OpKind::kJoin) joined_here_ = true;
+void Controller::wait_on_cache(uint32_t position, const Request& request, double now) {
+  if (spare_waiting_.empty()) {
+    cached_waiting_.emplace(position, Waiting{request, now});
+    return;
+  }
+  CachedWaiting::node_type node = std::move(spare_waiting_.back());
+  spare_waiting_.pop_back();
+  node.key() = position;
+  node.mapped().request = request;  // an assignment: into the memory the node's request has
+  node.mapped().since = now;
+  cached_waiting_.insert(std::move(node));
+}
+
+void Controller::stop_waiting_on_cache(uint32_t position) {
+  auto it = cached_waiting_.find(position);
+  if (it == cached_waiting_.end()) return;
+  CachedWaiting::node_type node = cached_waiting_.extract(it);
+  constexpr size_t kMostSpares = 64;  // past a burst of cached ops, the rest are freed
+  if (spare_waiting_.size() < kMostSpares) spare_waiting_.push_back(std::move(node));
+}
+
+void Controller::classify(const Request& request, double now, std::vector<uint64_t>* invalid) {
+  if (request.kind == OpKind::kJoin) joined_here_ = true;
   uint32_t pos = 0;
-  switch (cache_.capacity() > 0 ? cache_.lookup(w.request, &pos) : ResponseCache::Lookup::kMiss) {
+  switch (cache_.capacity() > 0 ? cache_.lookup(request, &pos) : ResponseCache::Lookup::kMiss) {
     case ResponseCache::Lookup::kHit:
       if (!anyone_joined_) {
-        cached_waiting_.emplace(pos, std::move(w));
+        wait_on_cache(pos, request, now);
         return;
       }
       // While any rank has joined, everything goes through rank 0, which knows who has. The entry
@@ -87,15 +108,15 @@ void Controller::classify(Waiting w, std::vector<uint64_t>* invalid) {
     case ResponseCache::Lookup::kMiss:
       break;
   }
-  uncached_.push_back(std::move(w));
+  uncached_.push_back(Waiting{request, now});
 }
 
-Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result,
+Status Controller::cycle(const Request* submitted, size_t count, bool want_shutdown, CycleResult* result,
                          const RiderLoader& load) {
   result->clear();
   const double now = clock_();
   std::vector<uint64_t> invalid_positions;
-  for (Request& q : submitted) classify(Waiting{std::move(q), now}, &invalid_positions);
+  for (size_t i = 0; i < count; ++i) classify(submitted[i], now, &invalid_positions);
 
   // A cached op that waits too long is sent to rank 0 the slow way, so the stall inspector sees it.
   if (cached_stall_seconds_ > 0) {
@@ -178,7 +199,7 @@ Status Controller::cycle(std::vector<Request> submitted, bool want_shutdown, Cyc
       result->responses.push_back(cache_.get(p));
     }
     cache_.touch(p);
-    cached_waiting_.erase(p);
+    stop_waiting_on_cache(p);
   });
   if (result->ridden) result->rider.assign(rider);
 

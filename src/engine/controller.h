@@ -47,10 +47,15 @@ class Controller {
  public:
   Controller(ControlChannel* channel, const Config& config, Clock clock = steady_seconds);
 
-  // `submitted`: requests new since the last cycle. Fails only when the channel does. `load`: the
-  // riders of small allreduces (config.small_op_bytes; none without it). `result` is cleared first.
-  Status cycle(std::vector<Request> submitted, bool want_shutdown, CycleResult* result,
+  // `submitted`: the `count` requests new since the last cycle (copied). Fails only when the channel
+  // does. `load`: the riders of small allreduces (config.small_op_bytes; none without it). `result` is
+  // cleared first.
+  Status cycle(const Request* submitted, size_t count, bool want_shutdown, CycleResult* result,
                const RiderLoader& load = nullptr);
+  Status cycle(const std::vector<Request>& submitted, bool want_shutdown, CycleResult* result,
+               const RiderLoader& load = nullptr) {
+    return cycle(submitted.data(), submitted.size(), want_shutdown, result, load);
+  }
 
   const ResponseCache& cache() const { return cache_; }
 
@@ -60,7 +65,11 @@ class Controller {
     double since;  // when this rank submitted it
   };
 
-  void classify(Waiting w, std::vector<uint64_t>* invalid);
+  void classify(const Request& request, double now, std::vector<uint64_t>* invalid);
+  // Marks the request waiting on the cache at `position`, in a spare node if there is one.
+  void wait_on_cache(uint32_t position, const Request& request, double now);
+  // Forgets what waited at `position`, keeping its node (its request's memory) for the next.
+  void stop_waiting_on_cache(uint32_t position);
   void maybe_check_stalls(double now);
   Status negotiate(double now, std::vector<Response>* responses);
   void remember(const std::vector<Response>& responses);
@@ -72,7 +81,9 @@ class Controller {
   const double cached_stall_seconds_;  // a cached op this old is sent to rank 0 so it can be reported
   const size_t rider_data_bytes_;      // 0: no rider
   ResponseCache cache_;
-  std::map<uint32_t, Waiting> cached_waiting_;  // by cache position
+  using CachedWaiting = std::map<uint32_t, Waiting>;
+  CachedWaiting cached_waiting_;  // by cache position
+  std::vector<CachedWaiting::node_type> spare_waiting_;  // a few, for the next cached op: no allocation
   std::vector<Waiting> uncached_;               // for rank 0 at the next negotiation
   std::unique_ptr<Coordinator> coordinator_;    // rank 0 only
   std::vector<Response> stall_failures_;        // rank 0: to announce at the next negotiation

@@ -114,7 +114,7 @@ void Engine::fail_all(const std::string& why, StatusCode code) {
   executor_.drain(code == StatusCode::kPeersFailed ? 0.0 : kDrainSeconds, Status(code, why));
   for (auto& e : queue_.close(why)) {
     const std::string message = "tensor '" + e->request.name + "' did not run: " + why;
-    Executor::finish(std::move(e), Status(code, message), handles_);
+    Executor::finish(std::move(e), Status(code, message), handles_, nullptr);
   }
 }
 
@@ -267,7 +267,8 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   switch_timeline();
   apply_tuning();
   CycleResult& result = cycle_result_;
-  Status s = controller_.cycle(queue_.take_new(), stop_requested_, &result,
+  const size_t submitted = queue_.take_new(&submitted_);
+  Status s = controller_.cycle(submitted_.data(), submitted, stop_requested_, &result,
                                [this](uint32_t position, const Response& r, std::string* rider) {
                                  TensorEntry* e = queue_.find(r.name);
                                  if (e != nullptr) load_rider(position, r, *e, rider);

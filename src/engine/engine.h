@@ -36,6 +36,8 @@ class Engine {
   // abandoned), else OK: a refused op's handle is the caller's to end. `caller_drives`: the caller calls
   // drive() for it next (a blocking call, even when refused), so the engine thread is not woken for it.
   Status submit(std::unique_ptr<TensorEntry> entry, bool caller_drives = false);
+  // An entry to fill for submit(): a finished one reused, so that a small op allocates none. Any thread.
+  std::unique_ptr<TensorEntry> new_entry() { return queue_.new_entry(); }
   // On the caller's thread, for the op of `handle` it is about to wait for: while that op is the only
   // one in flight here and no cycle is running, the caller runs the negotiation cycles itself until the
   // op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
@@ -128,6 +130,7 @@ class Engine {
   TensorQueue queue_;
   Controller controller_;
   CycleResult cycle_result_;  // the last cycle's, reused (under cycle_mu_)
+  std::vector<Request> submitted_;  // the cycle's new requests (TensorQueue::take_new), reused likewise
   Executor executor_;
   std::unique_ptr<Autotuner> tuner_;  // KOLO_AUTOTUNE; under cycle_mu_
   std::thread thread_;

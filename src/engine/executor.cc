@@ -43,10 +43,14 @@ Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, Handl
 
 Executor::~Executor() = default;
 
-void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles) {
+void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles,
+                      TensorQueue* spares) {
   // A local failure deferred until the collective was done (see allocate_output) is the op's.
-  const Status& final_status = status.ok() ? entry->deferred_error : status;
-  handles->complete(entry->handle, final_status, std::move(entry->result));
+  Status final_status = status.ok() ? entry->deferred_error : status;
+  const int64_t handle = entry->handle;
+  Output result = std::move(entry->result);
+  if (spares != nullptr) spares->recycle(std::move(entry));
+  handles->complete(handle, std::move(final_status), std::move(result));
 }
 
 namespace {
@@ -127,7 +131,7 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
       if (timeline_ != nullptr) timeline_->span(r.name, "NEGOTIATE", e->enqueued_at, agreed_at);
       if (!r.ok()) {
         if (timeline_ != nullptr) timeline_->instant(r.name, "ERROR", agreed_at, "{\"message\":" + Timeline::json_string(r.error) + "}");
-        finish(queue_->remove(r.name), Status(r.error_code, r.error), handles_);
+        finish(queue_->remove(r.name), Status(r.error_code, r.error), handles_, queue_);
         continue;
       }
       if (!have_device) group->call.device = e->input.device;  // its ordinal too
@@ -166,7 +170,7 @@ void Executor::finish_ridden(const Response& r, const std::string& rider, int si
     timeline_->instant(r.name, "REDUCED_WITH_NEGOTIATION", agreed_at);
   }
   scale_into(r.dtype, reduced, e->output.data, r.num_elements(), post_scaling(r.dtype, r.reduce_op, r.postscale, size));
-  finish(std::move(e), Status::OK(), handles_);
+  finish(std::move(e), Status::OK(), handles_, queue_);
 }
 
 void Executor::launch(std::unique_ptr<Group> owned) {
@@ -254,7 +258,7 @@ void Executor::end(Group& group, const Status& status) {
     const Status mine = status.ok() ? status
                                     : Status(status.code(), std::string(op_kind_name(call.kind)) + " of tensor '" + name +
                                                                 "' on " + rank_phrase(rank_) + ": " + status.message());
-    finish(group.owned.empty() ? queue_->remove(name) : std::move(group.owned[i]), mine, handles_);
+    finish(group.owned.empty() ? queue_->remove(name) : std::move(group.owned[i]), mine, handles_, queue_);
   }
 }
 

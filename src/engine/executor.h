@@ -55,8 +55,10 @@ class Executor {
   // every group.
   void drain(double seconds, const Status& why);
 
-  // Ends an entry: callback, then handle, so that wait() returns after the callback has run.
-  static void finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles);
+  // Ends an entry: callback, then handle, so that wait() returns after the callback has run. The entry
+  // goes back to `spares` (null: freed) first, so that the caller's next op finds it there.
+  static void finish(std::unique_ptr<TensorEntry> entry, const Status& status, HandleTable* handles,
+                     TensorQueue* spares);
 
  private:
   struct Group;

@@ -6,24 +6,43 @@
 
 namespace kolo {
 
-int64_t HandleTable::create(DoneCallback on_done, std::string name) {
-  std::lock_guard<std::mutex> lock(mu_);
+HandleTable::States::iterator HandleTable::add() {
   const int64_t h = next_++;
-  State s;
-  s.on_done = std::move(on_done);
-  s.name = std::move(name);
-  states_.emplace(h, std::move(s));
-  return h;
+  if (spares_.empty()) return states_.emplace(h, State()).first;
+  States::node_type node = std::move(spares_.back());
+  spares_.pop_back();
+  node.key() = h;
+  return states_.insert(std::move(node)).position;
+}
+
+void HandleTable::forget(States::iterator it) {
+  States::node_type node = states_.extract(it);
+  if (spares_.size() >= kMostSpares) return;
+  // Member by member (once per op): its callback, output and event go now; its name's memory stays.
+  State& s = node.mapped();
+  s.done = s.ending = s.released = false;
+  s.on_done = nullptr;
+  s.name.clear();
+  s.status = Status();
+  s.output = Output();
+  s.done_event.reset();
+  spares_.push_back(std::move(node));
+}
+
+int64_t HandleTable::create(DoneCallback on_done, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = add();
+  it->second.on_done = std::move(on_done);
+  it->second.name.assign(name);  // into the spare's memory
+  return it->first;
 }
 
 int64_t HandleTable::create_done(Status status) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t h = next_++;
-  State s;
-  s.done = true;
-  s.status = std::move(status);
-  states_.emplace(h, std::move(s));
-  return h;
+  const auto it = add();
+  it->second.done = true;
+  it->second.status = std::move(status);
+  return it->first;
 }
 
 void HandleTable::complete(int64_t handle, Status status, Output output) {
@@ -49,9 +68,9 @@ void HandleTable::complete(int64_t handle, Status status, Output output) {
   cv_.notify_all();
 }
 
-bool HandleTable::end(std::unordered_map<int64_t, State>::iterator it, Status* status, Output* output) {
+bool HandleTable::end(States::iterator it, Status* status, Output* output) {
   if (it->second.released) {
-    states_.erase(it);
+    forget(it);
     return false;
   }
   it->second.done = true;
@@ -104,7 +123,7 @@ Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_ev
   if (!it->second.done && (it->second.on_done || it->second.ending)) {
     it->second.released = true;  // its callback has yet to run, when the op ends
   } else {
-    states_.erase(it);
+    forget(it);
   }
   return status;
 }
@@ -125,13 +144,14 @@ Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output)
   it = states_.find(handle);
   Status status = std::move(it->second.status);
   if (output != nullptr) *output = std::move(it->second.output);
-  states_.erase(it);
+  forget(it);
   return status;
 }
 
 void HandleTable::discard(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  states_.erase(handle);
+  auto it = states_.find(handle);
+  if (it != states_.end()) forget(it);
 }
 
 std::optional<Status> HandleTable::poll(int64_t handle) {

@@ -1,7 +1,8 @@
 // Status of every operation between enqueue and wait(), and the caller's callback. Outlives engine
 // restarts, so a handle taken before shutdown() can still be waited on after it. An op ends once:
 // whoever ends it first (the engine, or fail_pending when a peer is lost while the engine is stuck
-// in MPI) runs its callback and wakes its waiters; a later end is ignored.
+// in MPI) runs its callback and wakes its waiters; a later end is ignored. In steady state it allocates
+// nothing: a released handle's map node, its name's memory kept, serves the next one.
 #pragma once
 
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kolo/types.h"
 
@@ -19,7 +21,7 @@ namespace kolo {
 class HandleTable {
  public:
   // In flight; on_done runs when it ends. `name`: the tensor's, for fail_pending's message.
-  int64_t create(DoneCallback on_done = {}, std::string name = {});
+  int64_t create(DoneCallback on_done = {}, const std::string& name = {});
   int64_t create_done(Status status);         // already ended (a call rejected at enqueue)
   // Ends the op: its callback, then its waiters, so that wait() returns after the callback has run.
   void complete(int64_t handle, Status status, Output output);
@@ -42,7 +44,7 @@ class HandleTable {
   size_t size();
 
  private:
-  struct State {
+  struct State {  // a member added here must be reset in forget() too
     bool done = false;
     bool ending = false;    // its callback is running
     bool released = false;  // handed over at launch (wait_launched): forgotten once it ends
@@ -52,13 +54,21 @@ class HandleTable {
     Output output;
     std::shared_ptr<void> done_event;  // set once the device work has been launched
   };
+  using States = std::unordered_map<int64_t, State>;
+  static constexpr size_t kMostSpares = 64;  // nodes kept for reuse at most, past a burst of ops
+
+  // Under mu_: a new handle's state, in a spare node if there is one.
+  States::iterator add();
   // Under mu_: marks the op done (or forgets it, if released), false if nobody may wait for it.
-  bool end(std::unordered_map<int64_t, State>::iterator it, Status* status, Output* output);
+  bool end(States::iterator it, Status* status, Output* output);
+  // Under mu_: forgets the handle, keeping its node for the next.
+  void forget(States::iterator it);
 
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t next_ = 1;
-  std::unordered_map<int64_t, State> states_;
+  States states_;
+  std::vector<States::node_type> spares_;
 };
 
 }  // namespace kolo

@@ -1,6 +1,23 @@
 #include "engine/tensor_entry.h"
 
+#include "common/reuse.h"
+
 namespace kolo {
+
+void reset_for_reuse(TensorEntry* e) {
+  // Member by member, not a fresh TensorEntry moved in: this runs once per op.
+  reset_keeping(e->request, &Request::name, &Request::shape);
+  reset_keeping(e->input, &TensorView::shape, &TensorView::strides);
+  reset_keeping(e->output, &TensorView::shape, &TensorView::strides);
+  e->splits.clear();
+  e->allocate = nullptr;
+  e->handle = 0;
+  e->enqueued_at = 0.0;
+  e->ready_event = nullptr;
+  e->ready_owner.reset();
+  e->result = Output();
+  e->deferred_error = Status();
+}
 
 Status allocate_output(TensorEntry& e, const std::vector<int64_t>& shape, const OwnMemory& own) {
   const std::string& name = e.request.name;

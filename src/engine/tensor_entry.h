@@ -12,6 +12,7 @@
 
 namespace kolo {
 
+// A member added here must be reset in reset_for_reuse() too.
 struct TensorEntry {
   Request request;
   TensorView input;
@@ -28,6 +29,10 @@ struct TensorEntry {
   Output result;                    // handed to wait()
   Status deferred_error;            // a local failure that waits until the collective is done
 };
+
+// Makes `entry` a new entry again, keeping its strings' and vectors' memory for the next op that
+// reuses it (TensorQueue's spares).
+void reset_for_reuse(TensorEntry* entry);
 
 // Gives the entry an output of `shape` (its dtype and device): the caller's allocator if it gave
 // one, checked, else memory from `own`, handed over through Output::storage. When the caller's

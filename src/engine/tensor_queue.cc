@@ -4,6 +4,25 @@
 
 namespace kolo {
 
+std::unique_ptr<TensorEntry> TensorQueue::new_entry() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!spare_entries_.empty()) {
+      std::unique_ptr<TensorEntry> e = std::move(spare_entries_.back());
+      spare_entries_.pop_back();
+      return e;
+    }
+  }
+  return std::make_unique<TensorEntry>();
+}
+
+void TensorQueue::recycle(std::unique_ptr<TensorEntry> entry) {
+  if (!entry) return;
+  reset_for_reuse(entry.get());  // outside the lock: it may free what the op left (its output's memory)
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_entries_.size() < kMostSpares) spare_entries_.push_back(std::move(entry));
+}
+
 Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -19,29 +38,40 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
                                      std::to_string(entry->request.rank) +
                                      ": wait for it before submitting the name again");
     }
-    fresh_.push_back(entry->request);
+    if (fresh_count_ == fresh_.size()) fresh_.emplace_back();
+    fresh_[fresh_count_++] = entry->request;  // an assignment: into a spare request's memory
     if (!wake) ++unannounced_;
     joining_ = entry->request.kind == OpKind::kJoin;
-    entries_.emplace(name, std::move(entry));
+    if (spare_nodes_.empty()) {
+      entries_.emplace(name, std::move(entry));
+    } else {
+      Entries::node_type node = std::move(spare_nodes_.back());
+      spare_nodes_.pop_back();
+      node.key() = name;
+      node.mapped() = std::move(entry);
+      entries_.insert(std::move(node));
+    }
   }
   if (wake) cv_.notify_one();
   return Status::OK();
 }
 
-std::vector<Request> TensorQueue::take_new() {
+size_t TensorQueue::take_new(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Request> out;
-  out.swap(fresh_);
+  const size_t n = fresh_count_;
+  if (out->size() < n) out->resize(n);
+  for (size_t i = 0; i < n; ++i) std::swap((*out)[i], fresh_[i]);
+  fresh_count_ = 0;
   unannounced_ = 0;
-  return out;
+  return n;
 }
 
 bool TensorQueue::wait_for_work(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool work =
       cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                   [this] { return fresh_.size() > unannounced_ || woken_ || device_done_; }) &&
-      (fresh_.size() > unannounced_ || woken_);
+                   [this] { return fresh_count_ > unannounced_ || woken_ || device_done_; }) &&
+      (fresh_count_ > unannounced_ || woken_);
   woken_ = false;
   device_done_ = false;
   return work;
@@ -83,8 +113,9 @@ std::unique_ptr<TensorEntry> TensorQueue::remove(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return nullptr;
-  std::unique_ptr<TensorEntry> e = std::move(it->second);
-  entries_.erase(it);
+  Entries::node_type node = entries_.extract(it);
+  std::unique_ptr<TensorEntry> e = std::move(node.mapped());
+  if (spare_nodes_.size() < kMostSpares) spare_nodes_.push_back(std::move(node));
   if (e->request.kind == OpKind::kJoin) joining_ = false;
   return e;
 }
@@ -96,7 +127,7 @@ std::vector<std::unique_ptr<TensorEntry>> TensorQueue::close(const std::string& 
   std::vector<std::unique_ptr<TensorEntry>> out;
   for (auto& kv : entries_) out.push_back(std::move(kv.second));
   entries_.clear();
-  fresh_.clear();
+  fresh_count_ = 0;
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Operations this rank has submitted and not finished, by name. Framework threads push without
 // waiting on the engine; the engine takes the new requests each cycle and finds entries by name
-// when their response comes.
+// when their response comes. In steady state it allocates nothing: finished entries, the map's nodes
+// and the new requests are kept and reused (a small op's latency counted each allocation).
 #pragma once
 
 #include <condition_variable>
@@ -16,11 +17,17 @@ namespace kolo {
 
 class TensorQueue {
  public:
+  // An entry to fill and push: a finished one given back (recycle), its memory kept, or a new one.
+  std::unique_ptr<TensorEntry> new_entry();
+  // Takes back a finished entry for new_entry() (a few at most: the rest are freed).
+  void recycle(std::unique_ptr<TensorEntry> entry);
   // Fails, keeping nothing, when the name is already in flight or the queue is closed. `wake`: the
   // engine is woken (false: its caller runs the cycle itself, Engine::drive, or wakes it).
   Status push(std::unique_ptr<TensorEntry> entry, bool wake = true);
-  // Requests pushed since the last call, in push order.
-  std::vector<Request> take_new();
+  // Moves the requests pushed since the last call to the front of *out, in push order, and returns
+  // how many. The rest of *out is left as it is: both sides keep their requests' memory for the
+  // next cycle.
+  size_t take_new(std::vector<Request>* out);
   // Waits until something is pushed (to be woken for), wake() is called, device work has ended
   // (device_done()), or `seconds` pass; true in the first two cases (a cycle is due).
   bool wait_for_work(double seconds);
@@ -40,11 +47,19 @@ class TensorQueue {
   std::vector<std::unique_ptr<TensorEntry>> close(const std::string& reason);
 
  private:
+  using Entries = std::unordered_map<std::string, std::unique_ptr<TensorEntry>>;
+  // Spares kept at most, of entries and of nodes each: past a burst (a model's gradients), the rest
+  // are freed.
+  static constexpr size_t kMostSpares = 64;
+
   std::mutex mu_;
   std::condition_variable cv_;
-  std::unordered_map<std::string, std::unique_ptr<TensorEntry>> entries_;
-  std::vector<Request> fresh_;
-  size_t unannounced_ = 0;  // of fresh_, pushed without waking the engine
+  Entries entries_;
+  std::vector<Entries::node_type> spare_nodes_;  // removed entries' nodes, their keys' memory kept
+  std::vector<std::unique_ptr<TensorEntry>> spare_entries_;
+  std::vector<Request> fresh_;  // the first fresh_count_ are new; the rest, spares
+  size_t fresh_count_ = 0;
+  size_t unannounced_ = 0;  // of the new, pushed without waking the engine
   bool woken_ = false;
   bool device_done_ = false;
   bool joining_ = false;  // a join is in flight: nothing more until it completes

@@ -25,26 +25,18 @@ class Handles:
 
     def __init__(self):
         self._pending = {}
-        self._early = {}  # handles that had already ended when enqueued
         self._lock = threading.Lock()
 
     def add(self, handle, keep, finish, stream=None):
-        # A call refused at once raised in the extension; an op that has already failed here (the
-        # engine ended it before it was recorded) raises now too, as it would have at once.
-        if _C.poll(handle) == 1:
-            code, message, output = _C.wait(handle)
-            if code != OK:
-                raise error_for(code, message)
-            with self._lock:
-                self._early[handle] = (code, message, output)
+        # A call refused at once raised in the extension (kolo_* returns the refusal, with no handle);
+        # anything else the op meets, it reports at synchronize(). No poll here: it was a C call and a
+        # lock on every op, for a failure that the timing alone decided to report here or later.
         with self._lock:
             self._pending[handle] = Pending(keep, finish, stream)
         return handle
 
     def poll(self, handle):
         with self._lock:
-            if handle in self._early:
-                return True
             if handle not in self._pending:
                 raise ValueError("unknown handle %r (never issued, or already synchronized)" % (handle,))
         return _C.poll(handle) == 1
@@ -52,12 +44,9 @@ class Handles:
     def synchronize(self, handle):
         with self._lock:
             pending = self._pending.pop(handle, None)
-            early = self._early.pop(handle, None)
         if pending is None:
             raise ValueError("unknown handle %r (never issued, or already synchronized)" % (handle,))
-        if early is not None:
-            code, message, output = early
-        elif pending.stream is not None:
+        if pending.stream is not None:
             code, message, output = _C.wait_on_stream(handle, pending.stream())
         else:
             code, message, output = _C.wait(handle)

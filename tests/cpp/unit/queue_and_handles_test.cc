@@ -23,8 +23,10 @@ TEST(TensorQueue, RejectsANameAlreadyInFlight) {
   Status s = q.push(entry("a", 2));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "tensor 'a' is already in flight on rank 2: wait for it before submitting the name again");
-  EXPECT_EQ(q.take_new().size(), 1u);
-  EXPECT_TRUE(q.take_new().empty());
+  std::vector<Request> fresh;
+  EXPECT_EQ(q.take_new(&fresh), 1u);
+  EXPECT_EQ(fresh[0].name, "a");
+  EXPECT_EQ(q.take_new(&fresh), 0u);
   ASSERT_NE(q.remove("a"), nullptr);
   EXPECT_TRUE(q.push(entry("a")).ok());
 }
@@ -37,6 +39,63 @@ TEST(TensorQueue, CloseHandsBackEverythingAndRefusesMore) {
   Status s = q.push(entry("c"));
   EXPECT_EQ(s.code(), StatusCode::kNotInitialized);
   EXPECT_EQ(s.message(), "stopped");
+}
+
+TEST(TensorQueue, AFinishedEntryComesBackAsANewOneWithItsMemory) {
+  TensorQueue q;
+  std::unique_ptr<TensorEntry> e = q.new_entry();
+  e->request.name = "a name longer than a short string's own buffer";
+  e->request.shape = {4, 2};
+  e->request.reduce_op = ReduceOp::kMax;
+  e->request.root = 3;
+  e->input.shape = {4, 2};
+  e->splits = {1, 3};
+  e->handle = 7;
+  e->deferred_error = Status::Internal("left by the last op");
+  const TensorEntry* used = e.get();
+  const char* name_memory = e->request.name.data();
+  q.recycle(std::move(e));
+  std::unique_ptr<TensorEntry> again = q.new_entry();
+  ASSERT_EQ(again.get(), used);
+  EXPECT_EQ(again->request.name.data(), name_memory);  // kept for the next op's name
+  EXPECT_TRUE(again->request.name.empty());
+  EXPECT_TRUE(again->request.shape.empty());
+  EXPECT_EQ(again->request.reduce_op, ReduceOp::kSum);
+  EXPECT_EQ(again->request.root, 0);
+  EXPECT_TRUE(again->input.shape.empty());
+  EXPECT_TRUE(again->splits.empty());
+  EXPECT_EQ(again->handle, 0);
+  EXPECT_TRUE(again->deferred_error.ok());
+  EXPECT_NE(q.new_entry().get(), used);  // none spare now: a new one
+}
+
+TEST(TensorQueue, ARemovedNameCanBePushedAgainAndIsFoundUnderItsNewName) {
+  TensorQueue q;
+  ASSERT_TRUE(q.push(entry("first")).ok());
+  ASSERT_NE(q.remove("first"), nullptr);  // its node is kept, then reused for "second"
+  ASSERT_TRUE(q.push(entry("second")).ok());
+  EXPECT_EQ(q.find("first"), nullptr);
+  ASSERT_NE(q.find("second"), nullptr);
+  EXPECT_EQ(q.find("second")->request.name, "second");
+  std::vector<Request> fresh;
+  ASSERT_EQ(q.take_new(&fresh), 2u);
+  EXPECT_EQ(fresh[0].name, "first");
+  EXPECT_EQ(fresh[1].name, "second");
+}
+
+TEST(HandleTable, AReusedHandleIsNewAndTheOldOneStaysUnknown) {
+  HandleTable t;
+  const int64_t a = t.create({}, "first");
+  t.complete(a, Status::OK(), Output());
+  ASSERT_TRUE(t.wait(a, -1, nullptr).ok());
+  const int64_t b = t.create({}, "second");  // in a's node
+  EXPECT_NE(a, b);
+  EXPECT_EQ(t.poll(a)->code(), StatusCode::kUnknownHandle);
+  EXPECT_FALSE(t.poll(b).has_value());  // not done, though a's was
+  EXPECT_EQ(t.fail_pending(Status::Aborted("gone")), 1u);
+  const Status s = t.wait(b, -1, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(s.message(), "tensor 'second' did not run: gone");
 }
 
 TEST(HandleTable, WaitReturnsTheStatusOnceAndReleases) {
