@@ -33,8 +33,9 @@ Status Runtime::start_instance(InstanceStart start, std::shared_ptr<Instance>* o
   if (start.id != 0) instance->mpi->mark_process_set(start.id, start.ranks);
   const Topology& topo = instance->mpi->topology();
   Config& config = start.config;
-  instance->mpi->open_host_shm(HostShmOptions{config.shared_memory, config.shared_memory_dir,
-                                                    static_cast<size_t>(config.shared_memory_slot_bytes)});
+  const int64_t slot = config.shared_memory_slot_bytes;
+  instance->mpi->open_host_shm(
+      HostShmOptions{config.shared_memory, config.shared_memory_dir, slot == Config::kAuto ? 0 : static_cast<size_t>(slot)});
   std::unique_ptr<Timeline> timeline;
   if (!start.timeline_path.empty()) {
     s = start.id == 0 ? Timeline::open(start.timeline_path, topo.rank, &timeline)

@@ -85,9 +85,10 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_SHARED_MEMORY_DIR", "/dev/shm",
        "Where the shared-memory segment is made (a tmpfs): it is removed as soon as every rank of the host "
        "has mapped it, and a killed job's leftover is removed by the next kolo that starts on the host."},
-      {"KOLO_SHARED_MEMORY_SLOT_BYTES", "262144",
+      {"KOLO_SHARED_MEMORY_SLOT_BYTES", "auto",
        "Each rank's share of the segment per round (twice this per rank, double-buffered): a round's "
-       "copies stay in cache. A multiple of 64, from 4096 to 67108864."},
+       "copies stay in cache. auto: 1 MiB up to 8 ranks on a host, less beyond (a 16 MiB segment at most, "
+       "slots of 64 KiB at least). A multiple of 64, from 4096 to 67108864."},
       {"KOLO_THREAD_NICE", "0",
        "Nice value (0-19) of kolo's background thread and the threads it starts. Above 0, where the "
        "training threads fill every core (training on the CPU), backward runs first and the reductions take "
@@ -249,8 +250,9 @@ Status parse_config(const SettingLookup& lookup, Config* config, const SettingOr
   p.check(c.small_op_bytes <= 4096, "KOLO_SMALL_OP_BYTES", "at most 4096");
   p.check(c.thread_nice <= 19, "KOLO_THREAD_NICE", "an integer from 0 to 19");
   p.check(c.segment_bytes <= (1ll << 30), "KOLO_SEGMENT_BYTES", "at most 1073741824 (1 GiB)");
-  p.check(c.shared_memory_slot_bytes >= 4096 && c.shared_memory_slot_bytes <= (64ll << 20) &&
-              c.shared_memory_slot_bytes % 64 == 0,
+  p.check(c.shared_memory_slot_bytes == Config::kAuto ||
+              (c.shared_memory_slot_bytes >= 4096 && c.shared_memory_slot_bytes <= (64ll << 20) &&
+               c.shared_memory_slot_bytes % 64 == 0),
           "KOLO_SHARED_MEMORY_SLOT_BYTES", "a multiple of 64 from 4096 to 67108864");
   p.check(!c.shared_memory_dir.empty(), "KOLO_SHARED_MEMORY_DIR", "a directory");
   Config::Autotune& a = c.autotune;

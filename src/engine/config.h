@@ -45,10 +45,11 @@ struct Config {
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
   // CPU collectives among the ranks of one host through kolo's shared-memory segment (comm/shm/), made
-  // in `shared_memory_dir`, each rank's slot `shared_memory_slot_bytes` (double-buffered).
+  // in `shared_memory_dir`, each rank's slot `shared_memory_slot_bytes` (double-buffered; kAuto: by the
+  // host's ranks, comm/mpi/host_shm.h).
   bool shared_memory = true;
   std::string shared_memory_dir = "/dev/shm";
-  int64_t shared_memory_slot_bytes = 256 << 10;
+  int64_t shared_memory_slot_bytes = kAuto;
   // Nice value of kolo's thread (and the threads it starts): above 0, training threads that fill
   // every core run first and the reductions take the gaps (CPU training). 0: left as it is.
   int64_t thread_nice = 0;

@@ -1,5 +1,6 @@
 #include "comm/mpi/host_shm.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "comm/mpi/mpi_fault.h"
@@ -29,6 +30,12 @@ Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
   return lost;
 }
 
+size_t slot_bytes_for(int ranks) {
+  constexpr size_t kMost = 1 << 20, kLeast = 64 << 10, kSegment = 16 << 20;
+  const size_t fair = kSegment / (2 * static_cast<size_t>(ranks)) / 4096 * 4096;
+  return std::max(kLeast, std::min(kMost, fair));
+}
+
 void MpiShmWaitPolicy::progress() {
   // The hierarchical allreduce's crossing is in flight while the host's stages run here: without MPI
   // calls on this thread its pieces would wait for the next MPI wait.
@@ -48,7 +55,7 @@ std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, MPI_Comm crossing, const 
     *why_not = "one rank on the host";
     return nullptr;
   }
-  const ShmLayout layout(size, options.slot_bytes);
+  const ShmLayout layout(size, options.slot_bytes > 0 ? options.slot_bytes : slot_bytes_for(size));
   // Local rank 0 makes the segment and tells the others its path (empty: it could not).
   std::unique_ptr<SharedSegment> segment;
   char path[512] = {0};

@@ -2,7 +2,6 @@
 #include <cstring>
 
 #include "comm/shm/shm_group.h"
-#include "cpu/stream_copy.h"
 
 namespace kolo {
 namespace {
@@ -33,15 +32,14 @@ Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem
     raise(Flag::kDone);
     return Status::OK();
   }
-  // A result larger than the cache goes to memory without a read first (cpu/stream_copy.h).
-  const bool stream = bytes >= kStreamBytes;
   const Pieces p = pieces(count, elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
     Status s = begin_round();
     if (!s.ok()) return s;
+    // The others' pieces of this rank's input go into its slot; its own piece it reduces from where it lies.
     char* mine = slot(rank_);
     for (int b = 0; b < size(); ++b) {
-      copy(mine + p.offset_in_slot(b), in + p.start(b, k) * elem, p.length(b, k), elem);
+      if (b != rank_) copy(mine + p.offset_in_slot(b), in + p.start(b, k) * elem, p.length(b, k), elem);
     }
     raise(Flag::kArrived);
     s = wait_all(Flag::kArrived);
@@ -50,25 +48,15 @@ Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem
     const int64_t own = p.length(rank_, k);
     if (own > 0) {
       for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r) + p.offset_in_slot(rank_);
+      inputs_[static_cast<size_t>(rank_)] = in + p.start(rank_, k) * elem;
       reduce(inputs_.data(), size(), mine + p.offset_in_slot(rank_), static_cast<size_t>(own) * elem);
     }
     raise(Flag::kReduced);
     s = wait_all(Flag::kReduced);
     if (!s.ok()) return s;
-    for (int b = 0; b < size(); ++b) {
-      const int64_t n = p.length(b, k);
-      if (n == 0) continue;
-      char* to = out + p.start(b, k) * elem;
-      const char* from = slot(b) + p.offset_in_slot(b);
-      if (stream) {
-        stream_copy(to, from, static_cast<size_t>(n) * elem);
-      } else {
-        std::memcpy(to, from, static_cast<size_t>(n) * elem);
-      }
-    }
+    for (int b = 0; b < size(); ++b) copy(out + p.start(b, k) * elem, slot(b) + p.offset_in_slot(b), p.length(b, k), elem);
     raise(Flag::kDone);
   }
-  if (stream) stream_fence();
   return Status::OK();
 }
 

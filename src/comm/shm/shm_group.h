@@ -71,8 +71,6 @@ class ShmGroup {
   int size() const { return layout_.ranks(); }
   // At most this many bytes, an allreduce is one round in which every rank reduces all of it.
   static constexpr size_t kWholeBytes = 16 << 10;
-  // At least this many bytes, an allreduce's result goes to memory past the cache.
-  static constexpr size_t kStreamBytes = 1 << 20;
 
   // `count` elements of `elem` bytes from `in` (may equal `out`), reduced over the host into `out`.
   Status allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce,
