@@ -1,7 +1,9 @@
 #include "comm/mpi/host_shm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
@@ -21,6 +23,16 @@ Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
   const std::string what = "shared-memory collective: " + names_[static_cast<size_t>(peer)] + " (pid " +
                            std::to_string(pid) + ", on this host) ended in the middle of it";
   if (surviving_peer_failures()) {
+    // In place, the survivors' recovery (MPIX_Comm_shrink and the GPU communicators' shrink) needs ULFM
+    // to know the peer failed: a process seen ending here is reported once MPI says so too (a receive
+    // from any source fails while a failure is not acknowledged), or after a bound, whichever is first.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until && !peer_failure_pending()) {
+      int flag = 0;
+      const int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, local_, &flag, MPI_STATUS_IGNORE);
+      if (is_peer_failure(rc)) return mpi_status(rc, what);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     report_peer_failure(what);
     return Status::PeersFailed(what + " (" + kPeersFailedWords + ")");
   }
@@ -78,7 +90,7 @@ std::unique_ptr<HostShm> HostShm::open(MPI_Comm local, MPI_Comm crossing, const 
     }
   }
   auto memory = std::unique_ptr<HostShm>(new HostShm());
-  memory->policy_ = std::make_unique<MpiShmWaitPolicy>(std::move(names), crossing);
+  memory->policy_ = std::make_unique<MpiShmWaitPolicy>(std::move(names), local, crossing);
   if (ok) {
     memory->group_ = std::make_unique<ShmGroup>(std::move(segment), layout, rank, memory->policy_.get());
     memory->group_->publish_pid();

@@ -31,16 +31,18 @@ size_t slot_bytes_for(int ranks);
 // calls on the revoked communicators do), and a host peer seen ending (reported like a failure MPI saw).
 class MpiShmWaitPolicy : public ShmWaitPolicy {
  public:
-  // names[i]: how local rank i is named in messages ("rank 3"). `crossing`: the communicator between
-  // hosts whose messages the waits keep moving (MPI_COMM_NULL on one host).
-  MpiShmWaitPolicy(std::vector<std::string> names, MPI_Comm crossing)
-      : names_(std::move(names)), crossing_(crossing) {}
+  // names[i]: how local rank i is named in messages ("rank 3"). `local`: the host's communicator.
+  // `crossing`: the communicator between hosts whose messages the waits keep moving (MPI_COMM_NULL on one
+  // host).
+  MpiShmWaitPolicy(std::vector<std::string> names, MPI_Comm local, MPI_Comm crossing)
+      : names_(std::move(names)), local_(local), crossing_(crossing) {}
   Status interrupted() override;
   Status peer_ended(int peer, pid_t pid) override;
   void progress() override;
 
  private:
   std::vector<std::string> names_;
+  MPI_Comm local_;
   MPI_Comm crossing_;
 };
 

@@ -113,8 +113,11 @@ def test_a_chaos_soak_in_place(tmp_path):
     # Kills, freezes and a second kill inside a recovery ("double"), which Open MPI 5.0.11 alone crashes on
     # about 1 time in 6 and kolorun's preloaded guard keeps from crashing (test_ompi_guard.py).
     seed = int(os.environ.get("KOLO_CHAOS_SEED", random.randrange(1 << 30)))
-    # 7 ranks: room for the commit's death and three faults, doubles or not, down to one rank.
-    text, monkey, returncode, out = soak_in_place(tmp_path, seed, ranks=7, kinds=("kill", "freeze", "double"))
+    # 7 ranks: room for the commit's death and three faults, doubles or not, down to one rank. Steps of at
+    # least 50 ms, so that the job outlasts three faults at their widest gaps (at 30 ms, since kolo's shared
+    # memory sped its collectives up, a job could end before the third).
+    text, monkey, returncode, out = soak_in_place(tmp_path, seed, ranks=7, step_seconds=0.05,
+                                                  kinds=("kill", "freeze", "double"))
     assert "dies in its commit at " in text, text
     assert "kolo.elastic: in place: now rank 0 of " in text, text
     assert "restarting" not in text, text
