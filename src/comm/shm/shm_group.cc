@@ -21,7 +21,11 @@ inline void cpu_relax() {
 }  // namespace
 
 ShmGroup::ShmGroup(std::unique_ptr<SharedSegment> segment, ShmLayout layout, int rank, ShmWaitPolicy* policy)
-    : segment_(std::move(segment)), layout_(layout), rank_(rank), policy_(policy) {
+    : segment_(std::move(segment)),
+      layout_(layout),
+      rank_(rank),
+      policy_(policy),
+      oversubscribed_(layout.ranks() > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))) {
   inputs_.resize(static_cast<size_t>(layout_.ranks()));
 }
 
@@ -53,14 +57,16 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
   // A peer on its way arrives within the spins: the ranks of a round all started it, so the wait is
   // as long as the slowest rank's copy. One descheduled, or held up by the framework's threads on a
   // full machine, is yielded to, then napped for, checking between naps that it still runs.
-  for (int i = 0; i < 256; ++i) {
+  // More ranks than cores: the peer waited for is likely not running, and spinning keeps it from its core.
+  const int spins = oversubscribed_ ? 16 : 256;
+  for (int i = 0; i < spins; ++i) {
     if (a.load(std::memory_order_acquire) >= want) return Status::OK();
     cpu_relax();
   }
   policy_->progress();
   using clock = std::chrono::steady_clock;
   const bool control = pace_ == ShmPace::kControl;
-  const auto spin_for = std::chrono::microseconds(control ? 20 : 10);
+  const auto spin_for = std::chrono::microseconds(oversubscribed_ ? 0 : control ? 20 : 10);
   const auto yield_for = control ? std::chrono::microseconds(50) : std::chrono::microseconds(2000);
   const auto max_nap = std::chrono::microseconds(control ? 1000 : 200);
   const auto start = clock::now();

@@ -108,6 +108,7 @@ class ShmGroup {
   const ShmLayout layout_;
   const int rank_;
   ShmWaitPolicy* const policy_;
+  const bool oversubscribed_;  // more ranks on the host than it has cores: waits yield at once
   std::unique_ptr<PeerLiveness> liveness_;
   uint64_t round_ = 0;
   ShmPace pace_ = ShmPace::kTransfer;  // the running call's
