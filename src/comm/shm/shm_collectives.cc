@@ -13,6 +13,25 @@ void copy(char* to, const char* from, int64_t elements, size_t elem) {
 
 }  // namespace
 
+Status ShmGroup::put_pieces(const char* in, const Pieces& p, int64_t k) {
+  Status s = begin_round();
+  if (!s.ok()) return s;
+  char* mine = slot(rank_);
+  for (int b = 0; b < size(); ++b) {
+    if (b != rank_) copy(mine + p.offset_in_slot(b), in + p.start(b, k) * p.elem, p.length(b, k), p.elem);
+  }
+  raise(Flag::kArrived);
+  return wait_all(Flag::kArrived);
+}
+
+void ShmGroup::reduce_own(const char* in, const Pieces& p, int64_t k, char* to, const ReduceInto& reduce) {
+  const int64_t own = p.length(rank_, k);
+  if (own == 0) return;
+  for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r) + p.offset_in_slot(rank_);
+  inputs_[static_cast<size_t>(rank_)] = in + p.start(rank_, k) * p.elem;
+  reduce(inputs_.data(), size(), to, static_cast<size_t>(own) * p.elem);
+}
+
 Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce,
                            ShmPace pace) {
   pace_ = pace;
@@ -34,23 +53,10 @@ Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem
   }
   const Pieces p = pieces(count, elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
-    Status s = begin_round();
-    if (!s.ok()) return s;
-    // The others' pieces of this rank's input go into its slot; its own piece it reduces from where it lies.
-    char* mine = slot(rank_);
-    for (int b = 0; b < size(); ++b) {
-      if (b != rank_) copy(mine + p.offset_in_slot(b), in + p.start(b, k) * elem, p.length(b, k), elem);
-    }
-    raise(Flag::kArrived);
-    s = wait_all(Flag::kArrived);
+    Status s = put_pieces(in, p, k);
     if (!s.ok()) return s;
     // This rank's piece, reduced into its slot, where the others copy it from.
-    const int64_t own = p.length(rank_, k);
-    if (own > 0) {
-      for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r) + p.offset_in_slot(rank_);
-      inputs_[static_cast<size_t>(rank_)] = in + p.start(rank_, k) * elem;
-      reduce(inputs_.data(), size(), mine + p.offset_in_slot(rank_), static_cast<size_t>(own) * elem);
-    }
+    reduce_own(in, p, k, slot(rank_) + p.offset_in_slot(rank_), reduce);
     raise(Flag::kReduced);
     s = wait_all(Flag::kReduced);
     if (!s.ok()) return s;
@@ -64,20 +70,9 @@ Status ShmGroup::reduce_scatter(char* data, int64_t count, size_t elem, const Re
   pace_ = ShmPace::kTransfer;
   const Pieces p = pieces(count, elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
-    Status s = begin_round();
+    Status s = put_pieces(data, p, k);
     if (!s.ok()) return s;
-    char* mine = slot(rank_);
-    for (int b = 0; b < size(); ++b) {
-      copy(mine + p.offset_in_slot(b), data + p.start(b, k) * elem, p.length(b, k), elem);
-    }
-    raise(Flag::kArrived);
-    s = wait_all(Flag::kArrived);
-    if (!s.ok()) return s;
-    const int64_t own = p.length(rank_, k);
-    if (own > 0) {
-      for (int r = 0; r < size(); ++r) inputs_[static_cast<size_t>(r)] = slot(r) + p.offset_in_slot(rank_);
-      reduce(inputs_.data(), size(), data + p.start(rank_, k) * elem, static_cast<size_t>(own) * elem);
-    }
+    reduce_own(data, p, k, data + p.start(rank_, k) * elem, reduce);
     raise(Flag::kDone);
   }
   return Status::OK();

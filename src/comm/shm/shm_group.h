@@ -103,6 +103,11 @@ class ShmGroup {
     size_t offset_in_slot(int block) const { return static_cast<size_t>(block) * static_cast<size_t>(q) * elem; }
   };
   Pieces pieces(int64_t count, size_t elem) const;
+  // Round k begins: the pieces of `in` that the others reduce go into this rank's slot, and every rank's
+  // are waited for (its own piece it reduces from where it lies).
+  Status put_pieces(const char* in, const Pieces& p, int64_t k);
+  // This rank's piece of round k, reduced over every rank (its own from `in`) into `to`.
+  void reduce_own(const char* in, const Pieces& p, int64_t k, char* to, const ReduceInto& reduce);
 
   std::unique_ptr<SharedSegment> segment_;
   const ShmLayout layout_;
