@@ -22,11 +22,14 @@ struct Registry {
   std::vector<MPI_Comm> comms;
   std::function<void(const std::string&)> hook;
   bool reported = false;
-  std::atomic<bool> pending{false};  // `reported`, read without the lock by waits that poll it
   bool survived = false;  // some failure was reported to the hook: this process outlived a peer
   int hooks_running = 0;
   std::condition_variable hooks_done;
 };
+
+// `reported`, read without the lock by waits that poll it: outside the registry, which is made at its first
+// use, so that a wait's first look allocates nothing.
+std::atomic<bool> g_pending{false};
 
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: engine threads may report at exit
@@ -142,7 +145,7 @@ void report_peer_failure(const std::string& what) {
     std::lock_guard<std::mutex> lock(r.mu);
     if (r.reported || !r.hook) return;
     r.reported = true;
-    r.pending.store(true, std::memory_order_release);
+    g_pending.store(true, std::memory_order_release);
     r.survived = true;
 #if defined(MPIX_ERR_PROC_FAILED)
     // Every survivor's calls on these return now, wherever they wait (negotiation, data, a host's
@@ -200,10 +203,10 @@ void rearm_peer_failure() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.reported = false;
-  r.pending.store(false, std::memory_order_release);
+  g_pending.store(false, std::memory_order_release);
 }
 
-bool peer_failure_pending() { return registry().pending.load(std::memory_order_acquire); }
+bool peer_failure_pending() { return g_pending.load(std::memory_order_acquire); }
 
 void drive_mpi_progress(MPI_Comm comm) {
   int flag = 0;
