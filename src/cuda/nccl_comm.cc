@@ -80,8 +80,8 @@ class NcclComm : public DeviceComm {
 
   Status allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
                    DeviceStream stream) override {
-    ncclDataType_t t;
-    ncclRedOp_t o;
+    ncclDataType_t t = ncclFloat32;
+    ncclRedOp_t o = ncclSum;  // set by nccl_type_and_op; initialized for -O3's maybe-uninitialized
     Status s = nccl_type_and_op(dtype, op, &t, &o);
     if (!s.ok()) return s;
     return issue(api_.AllReduce(send, recv, static_cast<size_t>(count), t, o, comm_, stream_of(stream)), "ncclAllReduce");
@@ -89,8 +89,8 @@ class NcclComm : public DeviceComm {
 
   Status reducescatter(const void* send, void* recv, int64_t recv_count, DataType dtype, ReduceOp op,
                        DeviceStream stream) override {
-    ncclDataType_t t;
-    ncclRedOp_t o;
+    ncclDataType_t t = ncclFloat32;
+    ncclRedOp_t o = ncclSum;  // set by nccl_type_and_op; initialized for -O3's maybe-uninitialized
     Status s = nccl_type_and_op(dtype, op, &t, &o);
     if (!s.ok()) return s;
     return issue(api_.ReduceScatter(send, recv, static_cast<size_t>(recv_count), t, o, comm_, stream_of(stream)),
@@ -98,14 +98,14 @@ class NcclComm : public DeviceComm {
   }
 
   Status allgather(const void* send, void* recv, int64_t send_count, DataType dtype, DeviceStream stream) override {
-    ncclDataType_t t;
+    ncclDataType_t t = ncclFloat32;
     Status s = nccl_type(dtype, &t);
     if (!s.ok()) return s;
     return issue(api_.AllGather(send, recv, static_cast<size_t>(send_count), t, comm_, stream_of(stream)), "ncclAllGather");
   }
 
   Status broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root, DeviceStream stream) override {
-    ncclDataType_t t;
+    ncclDataType_t t = ncclFloat32;
     Status s = nccl_type(dtype, &t);
     if (!s.ok()) return s;
     return issue(api_.Broadcast(send, recv, static_cast<size_t>(count), t, root, comm_, stream_of(stream)), "ncclBroadcast");
