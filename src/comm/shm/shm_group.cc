@@ -20,6 +20,11 @@ inline void cpu_relax() {
 
 }  // namespace
 
+std::atomic<uint64_t>& ShmGroup::flag_of(int rank, Flag flag) const {
+  ShmFlags* f = layout_.flags(segment_->base(), rank);
+  return flag == Flag::kArrived ? f->arrived : flag == Flag::kReduced ? f->reduced : f->done;
+}
+
 ShmGroup::ShmGroup(std::unique_ptr<SharedSegment> segment, ShmLayout layout, int rank, ShmWaitPolicy* policy)
     : segment_(std::move(segment)),
       layout_(layout),
@@ -43,14 +48,11 @@ Status ShmGroup::fail(Status s) {
 }
 
 void ShmGroup::raise(Flag flag) const {
-  ShmFlags* f = layout_.flags(segment_->base(), rank_);
-  std::atomic<uint64_t>& a = flag == Flag::kArrived ? f->arrived : flag == Flag::kReduced ? f->reduced : f->done;
-  a.store(round_, std::memory_order_release);
+  flag_of(rank_, flag).store(round_, std::memory_order_release);
 }
 
 Status ShmGroup::wait_for(int peer, Flag flag) {
-  const ShmFlags* f = layout_.flags(segment_->base(), peer);
-  const std::atomic<uint64_t>& a = flag == Flag::kArrived ? f->arrived : flag == Flag::kReduced ? f->reduced : f->done;
+  const std::atomic<uint64_t>& a = flag_of(peer, flag);
   // The round that last used this round's slots: rounds 1 and 2 have none.
   if (flag == Flag::kDone && round_ < 3) return Status::OK();
   const uint64_t want = flag == Flag::kDone ? round_ - 2 : round_;

@@ -85,6 +85,7 @@ class ShmGroup {
   enum class Flag { kArrived, kReduced, kDone };
   // Starts the next round: waits until every rank is done with the round that last used its slot.
   Status begin_round();
+  std::atomic<uint64_t>& flag_of(int rank, Flag flag) const;
   void raise(Flag flag) const;
   Status wait_all(Flag flag);
   Status wait_for(int peer, Flag flag);
