@@ -16,7 +16,19 @@ Status MpiShmWaitPolicy::interrupted() {
   if (peer_failure_pending()) {
     return Status::PeersFailed(std::string("shared-memory collective ended: a peer failed (") + kPeersFailedWords + ")");
   }
+  if (surviving_peer_failures()) return probe_for_failures();
   return Status::OK();
+}
+
+Status MpiShmWaitPolicy::probe_for_failures() {
+  // A frozen peer never ends, so only ULFM's detector finds it; it declares the failure to MPI's calls
+  // alone, and a wait on shared memory makes none. A receive from any source fails once it has.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_probe_) return Status::OK();
+  next_probe_ = now + std::chrono::milliseconds(2);
+  int flag = 0;
+  const int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, local_, &flag, MPI_STATUS_IGNORE);
+  return is_peer_failure(rc) ? mpi_status(rc, "shared-memory collective") : Status::OK();
 }
 
 Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -41,9 +42,13 @@ class MpiShmWaitPolicy : public ShmWaitPolicy {
   void progress() override;
 
  private:
+  // In place: every 2 ms of waiting, whether MPI has declared a peer failed.
+  Status probe_for_failures();
+
   std::vector<std::string> names_;
   MPI_Comm local_;
   MPI_Comm crossing_;
+  std::chrono::steady_clock::time_point next_probe_{};
 };
 
 class HostShm {
