@@ -30,6 +30,7 @@ struct Registry {
 // `reported`, read without the lock by waits that poll it: outside the registry, which is made at its first
 // use, so that a wait's first look allocates nothing.
 std::atomic<bool> g_pending{false};
+std::atomic<uint64_t> g_reported{0};
 
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: engine threads may report at exit
@@ -146,6 +147,7 @@ void report_peer_failure(const std::string& what) {
     if (r.reported || !r.hook) return;
     r.reported = true;
     g_pending.store(true, std::memory_order_release);
+    g_reported.fetch_add(1, std::memory_order_release);
     r.survived = true;
 #if defined(MPIX_ERR_PROC_FAILED)
     // Every survivor's calls on these return now, wherever they wait (negotiation, data, a host's
@@ -207,6 +209,8 @@ void rearm_peer_failure() {
 }
 
 bool peer_failure_pending() { return g_pending.load(std::memory_order_acquire); }
+
+uint64_t peer_failures_reported() { return g_reported.load(std::memory_order_acquire); }
 
 void drive_mpi_progress(MPI_Comm comm) {
   int flag = 0;

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -64,6 +65,9 @@ void rearm_peer_failure();
 // Whether a failure has been reported and not yet recovered from: cheap, for waits outside MPI (kolo's
 // shared memory) that must end as MPI's calls on the revoked communicators do.
 bool peer_failure_pending();
+// How many failures have been reported since the process started: a wait that began before a report
+// can tell that one came, recovered from or not.
+uint64_t peer_failures_reported();
 // One turn of MPI's progress on `comm`, for a survivor waiting on something else (a GPU library) during
 // a recovery: ULFM's failure detector hears only from processes that make MPI calls (its heartbeats go
 // with MPI's progress), and would otherwise take a waiting survivor for lost.
