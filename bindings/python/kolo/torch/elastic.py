@@ -153,6 +153,13 @@ class _ModuleHandler(_Handler):
 
 
 class _OptimizerHandler(_Handler):
+    def __init__(self, value):
+        if hasattr(value, "consolidate_state_dict"):
+            raise ValueError("kolo.torch.elastic.TorchState does not take a sharded optimizer "
+                             "(DistributedOptimizer(zero_stage=1|2)) yet: its commits would have to re-shard the "
+                             "state after a lost rank; use zero_stage=0 with elastic training")
+        super().__init__(value)
+
     def restore(self):
         # A DistributedOptimizer may hold the failed step's allreduces (backward raised in a hook).
         abandon = getattr(self.value, "_abandon_in_flight", None)

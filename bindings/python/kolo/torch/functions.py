@@ -52,13 +52,30 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_
     The structure travels as one pickled object; every tensor in it travels as a kolo broadcast,
     so large state costs no pickling. An optimizer that has not stepped yet gets its state first, as
     in Horovod: zero gradients and one step of the optimizer itself (`model` tells which parameters
-    are a sparse embedding's, whose gradients are then sparse).
+    are a sparse embedding's, whose gradients are then sparse). A sharded optimizer
+    (DistributedOptimizer(zero_stage=1|2)) gets the job's state as root sees it, consolidated there.
     """
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state (its state nests parameters' tensors deeply)")
+    if hasattr(optimizer, "_broadcast_state"):
+        optimizer._broadcast_state(root_rank)
+        return
     if len(optimizer.state_dict()["state"]) == 0:
         _initialize_state(optimizer, model)
-    state = optimizer.state_dict()
+    new_state = broadcast_state_dict(optimizer.state_dict() if mpi_ops.rank() == root_rank else None, root_rank,
+                                     process_set)
+    failure = None
+    if mpi_ops.rank() != root_rank:
+        try:
+            optimizer.load_state_dict(new_state)
+        except Exception as e:  # noqa: BLE001 - reported on every rank below
+            failure = "%s: %s" % (type(e).__name__, e)
+    _fail_everywhere(failure, "broadcast_optimizer_state", process_set)
+
+
+def broadcast_state_dict(state, root_rank, process_set=mpi_ops.global_process_set):
+    """Root's `state` (an optimizer's state dict; None elsewhere) on every rank: its structure as one
+    pickled object, each of its tensors as a kolo broadcast."""
     tensors = []
 
     def strip(value):
@@ -72,14 +89,15 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_
             return type(value)(strip(v) for v in value)
         return value
 
-    skeleton = broadcast_object(strip(state) if mpi_ops.rank() == root_rank else None, root_rank,
-                                name="broadcast_optimizer_state", process_set=process_set)
+    root = mpi_ops.rank() == root_rank
+    skeleton = broadcast_object(strip(state) if root else None, root_rank, name="broadcast_optimizer_state",
+                                process_set=process_set)
     received = []
 
     def fill(value):
         if isinstance(value, tuple) and len(value) == 4 and value[0] == "__kolo_tensor__":
             _, index, shape, dtype = value
-            t = tensors[index].contiguous() if mpi_ops.rank() == root_rank else torch.empty(shape, dtype=getattr(torch, dtype))
+            t = tensors[index].contiguous() if root else torch.empty(shape, dtype=getattr(torch, dtype))
             received.append((index, t))
             return t
         if isinstance(value, dict):
@@ -93,13 +111,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=mpi_
                for i, t in received]
     for h in handles:
         mpi_ops.synchronize(h)
-    failure = None
-    if mpi_ops.rank() != root_rank:
-        try:
-            optimizer.load_state_dict(new_state)
-        except Exception as e:  # noqa: BLE001 - reported on every rank below
-            failure = "%s: %s" % (type(e).__name__, e)
-    _fail_everywhere(failure, "broadcast_optimizer_state", process_set)
+    return new_state
 
 
 def _initialize_state(optimizer, model):

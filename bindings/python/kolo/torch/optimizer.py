@@ -1,6 +1,4 @@
 """DistributedOptimizer: averages gradients across ranks while backward is still running."""
-import contextlib
-import warnings
 
 import torch
 
@@ -10,10 +8,12 @@ from kolo._abi import COMPRESSION_NONE
 from kolo._policy import grouping, scaling
 from kolo._policy.compression import engine_compression
 from kolo.torch.compression import Compression
+from kolo.torch._parameters import (parameter_names, register_accumulate_hooks, skipping_synchronize,
+                                     synchronize_for_step)
+from kolo.torch.zero_optimizer import _ZeroOptimizer, check_elementwise
 
-# torch 2.1 added a hook that runs once a parameter's gradient has been accumulated; older torch
-# (Debian's 1.13) gets the same moment from a hook on the gradient's AccumulateGrad node.
-_HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+# What each bucket of a sharded optimizer carries (its gradients' reduction, its parameters' allgather).
+_ZERO_BUCKET_BYTES = 25 << 20
 
 # Marks a gradient reduced as a sparse tensor (gathered indices and values): its result replaces it.
 _SPARSE = object()
@@ -35,20 +35,7 @@ class _DistributedOptimizer:
         self._passes = backward_passes_per_step
 
         all_params = [p for group in self.param_groups for p in group["params"]]
-        if named_parameters is not None:
-            named_parameters = list(named_parameters)
-            names = [n for n, _ in named_parameters]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            if duplicates:
-                raise ValueError("named_parameters has duplicate names: %s" % ", ".join(duplicates))
-            self._names = {p: n for n, p in named_parameters}
-            unnamed = [i for i, p in enumerate(all_params) if p not in self._names]
-            if unnamed:
-                raise ValueError("named_parameters lacks %d of the optimizer's parameters (indices %s); pass "
-                                 "model.named_parameters() for the model the optimizer trains"
-                                 % (len(unnamed), unnamed[:10]))
-        else:
-            self._names = {p: "param.%d" % i for i, p in enumerate(all_params)}
+        self._names = parameter_names(all_params, named_parameters)
 
         self._group_of = _groups_of(groups, all_params)  # parameter -> its group (reduced together)
         self._ready = set()                # parameters of groups waiting for their last gradient
@@ -66,13 +53,7 @@ class _DistributedOptimizer:
             self._register_hooks()
 
     def _register_hooks(self):
-        for p in self._requires_update:
-            if _HAS_POST_ACCUMULATE_HOOK:
-                self._hook_refs.append(p.register_post_accumulate_grad_hook(self._make_hook(p)))
-            else:
-                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-                accumulator.register_hook(self._make_hook(p))
-                self._hook_refs.append(accumulator)  # the node must outlive this call
+        self._hook_refs += register_accumulate_hooks(self._requires_update, self._make_hook)
 
     def _make_hook(self, p):
         def hook(*_):
@@ -169,23 +150,12 @@ class _DistributedOptimizer:
         self._delay = {p: self._passes for p in self._delay}
         self._synchronized = False
 
-    @contextlib.contextmanager
     def skip_synchronize(self):
         """For step() after an explicit synchronize() (to clip gradients in between, say)."""
-        self._should_synchronize = False
-        try:
-            yield
-        finally:
-            self._should_synchronize = True
+        return skipping_synchronize(self)
 
     def step(self, closure=None):
-        if self._should_synchronize:
-            if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() right after "
-                              "optimizer.synchronize(): the gradients are reduced again. Use `with "
-                              "optimizer.skip_synchronize(): optimizer.step()`.")
-            self.synchronize()
-        self._synchronized = False
+        synchronize_for_step(self)
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
@@ -220,7 +190,8 @@ def _groups_of(groups, all_params):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
                          op=mpi_ops.Average, gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False, process_set=mpi_ops.global_process_set):
+                         sparse_as_dense=False, process_set=mpi_ops.global_process_set, zero_stage=0,
+                         bucket_bytes=_ZERO_BUCKET_BYTES):
     """Wraps `optimizer` so that step() applies gradients averaged (op) across every rank.
 
     Each gradient's allreduce starts as soon as backward has produced it, overlapping communication
@@ -236,7 +207,29 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
 
     op=Adasum: Horovod's delta optimizer (kolo/torch/adasum_optimizer.py): each rank steps on its own
     gradients and the steps' changes are combined with Adasum.
+
+    zero_stage=1 or 2 (beyond Horovod; kolo/torch/zero_optimizer.py): the optimizer's state sharded across
+    the ranks of the process set (ZeRO), each stepping its shard and the updated shards allgathered into
+    the parameters; stage 2 also reduce-scatters the gradients, so each rank keeps only its shard of them
+    (the parameters' .grad are None after backward). bucket_bytes: how much of the parameters each
+    gradient reduction and parameter allgather carries. Checkpoints: consolidate_state_dict(to=rank) on
+    every rank, then state_dict() on that rank.
     """
+    if zero_stage not in (0, 1, 2):
+        raise ValueError("zero_stage must be 0 (no sharding), 1 (the optimizer's state) or 2 (its state and the "
+                         "gradients), got %r" % (zero_stage,))
+    if zero_stage:
+        if op == mpi_ops.Adasum or num_groups or groups is not None or sparse_as_dense:
+            raise ValueError("DistributedOptimizer(zero_stage=%d) takes none of op=Adasum, num_groups, groups and "
+                             "sparse_as_dense (its buckets are its groups)" % zero_stage)
+        check_elementwise(optimizer, zero_stage)
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   {k: v for k, v in _ZeroOptimizer.__dict__.items() if k not in ("__dict__", "__weakref__")})
+        sharded = cls(optimizer.param_groups, named_parameters, zero_stage, compression, backward_passes_per_step, op,
+                      gradient_predivide_factor, process_set, bucket_bytes)
+        if optimizer.state:  # restored from a checkpoint before wrapping: sharded now
+            sharded.load_state_dict(optimizer.state_dict())
+        return sharded
     # The mixin's own methods only: its '__dict__' and '__weakref__' slots are descriptors that apply
     # to _DistributedOptimizer instances alone, and copied over they break every use of the new
     # instance's __dict__ (load_state_dict, LR schedulers, broadcast_optimizer_state).

@@ -1,0 +1,340 @@
+"""DistributedOptimizer(zero_stage=1|2): the optimizer's state sharded across the ranks (ZeRO stages 1 and 2).
+
+Each rank keeps the optimizer's state (momentum, Adam's moments) for its shard of the parameters only
+(_zero_layout.py says where the shards lie) and steps that shard alone; the updated shards are then
+allgathered into every rank's parameters. Stage 1 allreduces the gradients as the unsharded optimizer does;
+stage 2 reduce-scatters them, so each rank receives, and keeps, its shard's gradients only (each
+parameter's .grad is freed as soon as backward has handed it over). Both start their collectives from
+backward's hooks, bucket by bucket, as the unsharded optimizer does.
+
+The parameters of each bucket are moved into one flat buffer (each parameter a view of it), so that a
+rank's shard of a float32 bucket is a view of its parameters: the inner optimizer updates them in place,
+and whatever else writes into the parameters (broadcast_parameters, a model's load_state_dict) is seen.
+16-bit parameters get a float32 master copy of the shard, refreshed from the parameters when something
+other than the step wrote into them.
+"""
+
+import torch
+
+from kolo.torch import functions, mpi_ops
+from kolo._policy import scaling
+from kolo.torch._parameters import (parameter_names, register_accumulate_hooks, skipping_synchronize,
+                                     synchronize_for_step)
+from kolo.torch import _zero_checkpoint
+from kolo.torch._zero_layout import make_buckets
+
+# Optimizers whose step updates each element from that element's gradient and state alone: a shard of
+# the flat parameters steps exactly as the same elements would inside the whole.
+_ELEMENTWISE = tuple(getattr(torch.optim, n) for n in ("SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta",
+                                                          "Adamax", "NAdam", "RAdam", "Rprop", "ASGD")
+                     if hasattr(torch.optim, n))
+
+
+def check_elementwise(optimizer, stage):
+    if not isinstance(optimizer, _ELEMENTWISE):
+        raise ValueError("DistributedOptimizer(zero_stage=%d) shards the optimizer's state element by element, which "
+                         "needs an optimizer whose step is elementwise (%s); %s's is not"
+                         % (stage, ", ".join(c.__name__ for c in _ELEMENTWISE), type(optimizer).__name__))
+
+
+class _ZeroOptimizer:
+    """Mixed into the user's optimizer class (see DistributedOptimizer): param_groups are the user's, for
+    schedulers and hyperparameters; the state is the inner optimizer's, over this rank's shards."""
+
+    def __init__(self, params, named_parameters, stage, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, process_set, bucket_bytes):
+        self._zero_wrapping = True
+        super(self.__class__, self).__init__(params)
+        self._zero_wrapping = False
+        if op not in (mpi_ops.Average, mpi_ops.Sum):
+            raise ValueError("DistributedOptimizer(zero_stage=%d) reduces with Average or Sum" % stage)
+        scaling.check_predivide(op, gradient_predivide_factor)
+        self._stage = stage
+        self._process_set = process_set
+        self._compression = compression
+        self._op = op
+        self._predivide = gradient_predivide_factor
+        self._passes = backward_passes_per_step
+        all_params = [p for group in self.param_groups for p in group["params"]]
+        self._names = parameter_names(all_params, named_parameters)
+        self._parameter_names = self._names  # Horovod's name for it
+        # Ranks outside the process set step on their own gradients, as in Horovod: all of it is their shard.
+        self._reducing = bool(process_set.included()) and mpi_ops._set_size(process_set) > 1
+        rank, size = (mpi_ops._set_rank(process_set), mpi_ops._set_size(process_set)) if self._reducing else (0, 1)
+        if self._reducing:
+            self._check_same_parameters_everywhere(all_params)
+        self._buckets = make_buckets(self.param_groups, rank, size, bucket_bytes)
+        self._bucket_of = {p: b for b in self._buckets for p in b.params}
+        self._flatten()
+        self._inner = self._make_inner()
+        self._handles = {}   # bucket index -> (handle, reduced tensor, compression ctx)
+        self._waiting = {b.index: set(b.params) for b in self._buckets}
+        self._delay = {p: self._passes for p in self._bucket_of}
+        self._grad_shards = {}  # stage 2: bucket index -> this rank's reduced shard of its gradients
+        self._synchronized = False
+        self._should_synchronize = True
+        self._consolidated = None
+        self._hook_refs = register_accumulate_hooks(list(self._bucket_of), self._make_hook) if self._reducing else []
+
+    # ---- layout ------------------------------------------------------------------------------------
+
+    def _check_same_parameters_everywhere(self, all_params):
+        mine = [(self._names[p], tuple(p.shape), str(p.dtype), p.requires_grad) for p in all_params]
+        everyone = functions.allgather_object(mine, name="zero.parameters", process_set=self._process_set)
+        for i, theirs in enumerate(everyone):
+            if theirs != everyone[0]:
+                first = next((a, b) for a, b in zip(everyone[0] + [None] * len(theirs), theirs + [None] * len(
+                    everyone[0])) if a != b)
+                raise ValueError("DistributedOptimizer(zero_stage=%d): rank %d of the process set wraps other "
+                                 "parameters than its rank 0 (rank 0 has %s, rank %d has %s): every rank must wrap "
+                                 "the same model's parameters, in the same order"
+                                 % (self._stage, i, first[0], i, first[1]))
+
+    def _flatten(self):
+        """Each bucket's parameters become views of one flat buffer; a bucket's shard, its master."""
+        self._masters = {}
+        for b in self._buckets:
+            dtype, device = b.params[0].dtype, b.params[0].device
+            flat = torch.empty(b.numel, dtype=dtype, device=device)
+            with torch.no_grad():
+                for p, offset in zip(b.params, b.offsets):
+                    flat[offset:offset + p.numel()].copy_(p.reshape(-1))
+                    p.data = flat[offset:offset + p.numel()].view_as(p)
+            b.flat = flat
+            shard = flat[b.start:b.start + b.count]
+            if dtype in (torch.float16, torch.bfloat16):
+                self._masters[b.index] = shard.float()
+            else:
+                self._masters[b.index] = shard
+            b.version = flat._version
+
+    def _make_inner(self):
+        groups = []
+        for g, group in enumerate(self.param_groups):
+            inner = {k: v for k, v in group.items() if k != "params"}
+            inner["params"] = [self._masters[b.index] for b in self._buckets if b.group == g and b.count > 0]
+            groups.append(inner)
+        if not any(group["params"] for group in groups):
+            return None  # more ranks than elements: nothing to step here
+        return type(self).__mro__[1](groups)  # the user's optimizer class, over this rank's shards
+
+    def add_param_group(self, param_group):
+        if getattr(self, "_zero_wrapping", False):
+            return super(self.__class__, self).add_param_group(param_group)
+        raise ValueError("DistributedOptimizer(zero_stage=%d): a parameter group added after wrapping is not sharded; "
+                         "add every group to the optimizer before wrapping it" % self._stage)
+
+    # ---- gradients ---------------------------------------------------------------------------------
+
+    def _make_hook(self, p):
+        def hook(*_):
+            b = self._bucket_of[p]
+            if b.index in self._handles and self._delay[p] <= 0:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times before step() or "
+                    "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
+            self._delay[p] -= 1
+            if self._delay[p] == 0:
+                self._waiting[b.index].discard(p)
+                if not self._waiting[b.index]:
+                    self._launch(b)
+        return hook
+
+    def _launch(self, b):
+        """Starts the bucket's reduction: its gradients packed into one buffer (the one fusion buffer of
+        stage 2, after which the parameters' gradients are freed)."""
+        grads = []
+        for p in b.params:
+            g = p.grad
+            if g is not None and g.is_sparse:
+                raise ValueError("DistributedOptimizer(zero_stage=%d): parameter '%s' has a sparse gradient, which "
+                                 "a sharded optimizer does not take (use zero_stage=0)" % (self._stage, self._names[p]))
+            grads.append(g.reshape(-1) if g is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device))
+        flat = torch.cat(grads)
+        compressed, ctx = self._compression.compress(flat)
+        pre, post = scaling.predivide(self._op, self._predivide)
+        name = "zero.grad.%d" % b.index
+        if self._stage == 2:
+            handle = mpi_ops.reducescatter_async(compressed, name=name, op=self._op, process_set=self._process_set,
+                                                 prescale_factor=pre, postscale_factor=post)
+            for p in b.params:
+                p.grad = None
+        else:
+            handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op, prescale_factor=pre,
+                                              postscale_factor=post, process_set=self._process_set)
+        self._handles[b.index] = (handle, compressed, ctx)
+        self._waiting[b.index] = set()
+
+    def synchronize(self):
+        """Waits for every bucket's reduction (starting those backward did not complete, so that every
+        rank submits the same names). Stage 1 writes the averaged gradients into the parameters' .grad;
+        stage 2 keeps this rank's shard of them (the parameters' .grad stay None)."""
+        if not self._reducing:
+            self._synchronized = True
+            return
+        for b in self._buckets:
+            if b.index not in self._handles:
+                self._launch(b)
+        error = None
+        for b in self._buckets:
+            handle, compressed, ctx = self._handles[b.index]
+            try:
+                result = mpi_ops.synchronize(handle)
+            except Exception as e:  # wait for every handle before raising, so none is left in flight
+                error = error or e
+                continue
+            reduced = self._compression.decompress(result, ctx)
+            if self._stage == 2:
+                self._grad_shards[b.index] = reduced
+            else:
+                for p, offset in zip(b.params, b.offsets):
+                    value = reduced[offset:offset + p.numel()].view_as(p)
+                    if p.grad is None:
+                        p.grad = value.to(p.dtype).clone()
+                    else:
+                        p.grad.copy_(value)
+        self._handles.clear()
+        self._waiting = {b.index: set(b.params) for b in self._buckets}
+        self._delay = {p: self._passes for p in self._delay}
+        self._synchronized = error is None
+        if error is not None:
+            self._grad_shards.clear()
+            raise error
+
+    def skip_synchronize(self):
+        """For step() after an explicit synchronize() (to clip gradients in between, say)."""
+        return skipping_synchronize(self)
+
+    def _shard_grad(self, b):
+        if self._stage == 2 and self._reducing:
+            if b.index not in self._grad_shards:
+                raise RuntimeError("step() inside skip_synchronize() without synchronize() first")
+            return self._grad_shards.pop(b.index)
+        pieces = []
+        for p, start, _, length in b.pieces():
+            g = p.grad
+            pieces.append(g.reshape(-1)[start:start + length] if g is not None else
+                          torch.zeros(length, dtype=p.dtype, device=p.device))
+        return torch.cat(pieces) if pieces else torch.zeros(0, dtype=b.flat.dtype, device=b.flat.device)
+
+    def clip_grad_norm_(self, max_norm, norm_type=2.0):
+        """torch.nn.utils.clip_grad_norm_ for a sharded optimizer, after synchronize(): the norm of the
+        whole job's averaged gradients (each rank holds only its shard's at stage 2), every gradient
+        scaled by max_norm / norm where the norm exceeds it. Returns the norm."""
+        if self._handles or not self._synchronized:
+            raise RuntimeError("clip_grad_norm_: call optimizer.synchronize() first, then step() inside "
+                               "optimizer.skip_synchronize()")
+        norm_type = float(norm_type)
+        shards = {b.index: self._shard_grad(b).float() for b in self._buckets}
+        if self._stage == 2:
+            self._grad_shards = shards
+        if norm_type == float("inf"):
+            local = max([s.abs().max() for s in shards.values() if s.numel()] or [torch.tensor(0.0)])
+            op = mpi_ops.Max
+        else:
+            local = sum([(s.abs() ** norm_type).sum() for s in shards.values()], torch.tensor(0.0))
+            op = mpi_ops.Sum
+        total = local.reshape(1).double()
+        if self._reducing:
+            total = mpi_ops.allreduce(total, name="zero.grad_norm", op=op, process_set=self._process_set)
+        norm = total[0] if norm_type == float("inf") else total[0] ** (1.0 / norm_type)
+        scale = max_norm / (float(norm) + 1e-6)
+        if scale < 1:
+            for s in shards.values():
+                s.mul_(scale)
+            if self._stage == 1 or not self._reducing:
+                for b in self._buckets:
+                    for p in b.params:
+                        if p.grad is not None:
+                            p.grad.mul_(scale)
+                self._grad_shards = {}
+        return norm.float()
+
+    # ---- the step ----------------------------------------------------------------------------------
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        synchronize_for_step(self)
+        self._check_groups_unchanged()
+        with torch.no_grad():
+            self._refresh_masters()
+            for b in self._buckets:
+                master = self._masters[b.index]
+                grad = self._shard_grad(b)
+                master.grad = grad.to(master.dtype) if b.count > 0 else None
+            if self._inner is not None:
+                for group, inner in zip(self.param_groups, self._inner.param_groups):
+                    inner.update({k: v for k, v in group.items() if k != "params"})
+                self._inner.step()
+            for master in self._masters.values():
+                master.grad = None
+            self._gather_parameters()
+        return loss
+
+    def _refresh_masters(self):
+        """A 16-bit bucket's float32 master, from its parameters where something else wrote into them."""
+        for b in self._buckets:
+            master = self._masters[b.index]
+            if master.dtype != b.flat.dtype and b.flat._version != b.version:
+                master.copy_(b.flat[b.start:b.start + b.count])
+                b.version = b.flat._version
+
+    def _gather_parameters(self):
+        """Every rank's updated shards into every rank's parameters."""
+        for b in self._buckets:
+            master = self._masters[b.index]
+            if master.dtype != b.flat.dtype:
+                b.flat[b.start:b.start + b.count].copy_(master)
+        if self._reducing:
+            handles = [(b, mpi_ops.allgather_async(b.flat[b.start:b.start + b.count], name="zero.param.%d" % b.index,
+                                                   process_set=self._process_set)) for b in self._buckets]
+            for b, handle in handles:
+                b.flat.copy_(mpi_ops.synchronize(handle))
+        for b in self._buckets:
+            b.version = b.flat._version
+
+    def _check_groups_unchanged(self):
+        params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
+        if len(params) != len(self._bucket_of) or any(p not in self._bucket_of for p in params):
+            raise ValueError("DistributedOptimizer(zero_stage=%d): the optimizer's parameters changed after wrapping "
+                             "(a parameter added, removed, or made trainable); wrap it again" % self._stage)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before optimizer.step() "
+                                 "or optimizer.synchronize(); the gradients' reductions are still in flight.")
+        self._grad_shards.clear()
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+    # ---- checkpoints (_zero_checkpoint.py) ------------------------------------------------------------
+
+    def consolidate_state_dict(self, to=0):
+        """Collective over the process set: gathers every rank's shard of the state into rank `to`'s
+        (None: every rank's) state_dict(), in the unsharded optimizer's format, which any optimizer of the
+        same class over the same parameters loads (sharded or not, at any number of ranks)."""
+        _zero_checkpoint.consolidate(self, to)
+
+    def state_dict(self):
+        if self._consolidated is None:
+            raise RuntimeError("DistributedOptimizer(zero_stage=%d) holds only this rank's shard of the state: call "
+                               "optimizer.consolidate_state_dict(to=rank) on every rank first; state_dict() then "
+                               "returns the whole state on that rank" % self._stage)
+        full, self._consolidated = self._consolidated, None
+        return full
+
+    def load_state_dict(self, state_dict):
+        """Loads a state in the unsharded optimizer's format (consolidate_state_dict's, or an unsharded
+        optimizer's) into this rank's shards, whatever the number of ranks that saved it. Local: every rank
+        loads the same dict."""
+        _zero_checkpoint.load(self, state_dict)
+
+    def _broadcast_state(self, root_rank):
+        """broadcast_optimizer_state for a sharded optimizer: root's view of the job's state (consolidated
+        there) loaded by every rank."""
+        self.consolidate_state_dict(to=root_rank)
+        full = self.state_dict() if mpi_ops._set_rank(self._process_set) == root_rank else None
+        self.load_state_dict(functions.broadcast_state_dict(full, root_rank, self._process_set))
+
