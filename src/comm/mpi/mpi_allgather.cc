@@ -1,11 +1,24 @@
-// Allgather of CPU tensors whose first dimension may differ per rank.
+// Allgather of CPU tensors whose first dimension may differ per rank (through the host's shared memory where
+// every rank is on one host and each holds its block of the rows).
 #include "common/clock.h"
 #include "comm/mpi/mpi_collectives.h"
+#include "comm/blocks.h"
 #include "comm/mpi/mpi_status.h"
+#include "comm/mpi/shm_reducer.h"
 #include "cpu/host_memory.h"
 
 namespace kolo {
 namespace {
+
+// Whether every rank's rows are its block of the whole (comm/blocks.h), as a reducescatter leaves them
+// (a sharded optimizer's parameters): the shared-memory group gathers those.
+bool rows_are_blocks(const std::vector<int64_t>& rows, int64_t total) {
+  const int size = static_cast<int>(rows.size());
+  for (int i = 0; i < size; ++i) {
+    if (rows[static_cast<size_t>(i)] != block_count(total, size, i)) return false;
+  }
+  return true;
+}
 
 class MpiAllgather : public Collective {
  public:
@@ -27,10 +40,17 @@ class MpiAllgather : public Collective {
     if (!s.ok()) return s;
     const int me = mpi_.topology().rank;
     const double t0 = steady_seconds();
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(p.in, layout.counts[me], layout.type, p.out,
-                                            layout.counts.data(), layout.displs.data(), layout.type,
-                                            mpi_.data()),
-                             "MPI_Allgatherv");
+    ShmGroup* shm = on_one_host_shm(mpi_, row_bytes);
+    if (shm != nullptr && rows_are_blocks(call.first_dims, total_rows)) {
+      s = shm->allgather(static_cast<const char*>(p.in), static_cast<char*>(p.out), total_rows,
+                         static_cast<size_t>(row_bytes));
+      if (!s.ok()) return s;
+    } else {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(p.in, layout.counts[me], layout.type, p.out,
+                                              layout.counts.data(), layout.displs.data(), layout.type,
+                                              mpi_.data()),
+                               "MPI_Allgatherv");
+    }
     log.record(0, Phase::kCollective, t0, steady_seconds());
     return Status::OK();
   }

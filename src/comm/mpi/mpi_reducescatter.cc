@@ -1,9 +1,11 @@
-// Reducescatter of CPU tensors: reduce everywhere, keep this rank's block of rows.
+// Reducescatter of CPU tensors: reduce everywhere, keep this rank's block of rows (through the host's shared
+// memory where every rank is on one host).
 #include <climits>
 
 #include "common/clock.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_status.h"
+#include "comm/mpi/shm_reducer.h"
 #include "cpu/kernels.h"
 
 namespace kolo {
@@ -40,9 +42,18 @@ class MpiReducescatter : public Collective {
       send = scratch_.data();
     }
     const double t0 = steady_seconds();
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send, p.out, counts.data(), mpi_.datatype(dtype),
-                                                mpi_.op(dtype, call.reduce_op), mpi_.data()),
-                             "MPI_Reduce_scatter");
+    ShmGroup* shm = on_one_host_shm(mpi_, row_elems * static_cast<int64_t>(dtype_size(dtype)));
+    if (shm != nullptr) {
+      // Rows as the group's elements: its blocks are reducescatter_rows' (comm/blocks.h).
+      const MpiReduceInto reduce(mpi_.datatype(dtype), mpi_.op(dtype, call.reduce_op));
+      Status s = shm->reduce_scatter(static_cast<const char*>(send), static_cast<char*>(p.out), call.shape[0],
+                                     static_cast<size_t>(row_elems) * dtype_size(dtype), reduce);
+      if (!s.ok()) return s;
+    } else {
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter(send, p.out, counts.data(), mpi_.datatype(dtype),
+                                                  mpi_.op(dtype, call.reduce_op), mpi_.data()),
+                               "MPI_Reduce_scatter");
+    }
     const Scaling post = post_scaling(dtype, call.reduce_op, call.postscale, size);
     const int me = mpi_.topology().rank;
     scale_into(dtype, p.out, p.out, counts[me], post);

@@ -33,6 +33,12 @@ void MpiReduceInto::operator()(const char* const* inputs, int n, char* out, size
   }
 }
 
+ShmGroup* on_one_host_shm(const MpiContext& mpi, int64_t row_bytes) {
+  ShmGroup* group = mpi.host_shm();
+  if (group == nullptr || mpi.topology().cross_size != 1 || row_bytes <= 0) return nullptr;
+  return static_cast<size_t>(row_bytes) * static_cast<size_t>(group->size()) <= group->slot_bytes() ? group : nullptr;
+}
+
 Status ShmReducer::start(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op) {
   const MpiReduceInto reduce(type, op);
   const char* in = send == MPI_IN_PLACE ? static_cast<const char*>(recv) : static_cast<const char*>(send);

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include "comm/mpi/mpi_context.h"
 #include "comm/mpi/segment_reducer.h"
 #include "comm/shm/shm_group.h"
 
@@ -23,6 +24,10 @@ class MpiReduceInto : public ReduceInto {
   size_t elem_ = 1;
   int fast_dtype_ = -1;  // a DataType sum_inputs has a loop for, or -1
 };
+
+// The group a collective of rows of `row_bytes` goes through where every rank of `mpi` is on one host:
+// null where the ranks span hosts, the host has no group, or a round cannot hold a row per rank.
+ShmGroup* on_one_host_shm(const MpiContext& mpi, int64_t row_bytes);
 
 class ShmReducer : public SegmentReducer {
  public:

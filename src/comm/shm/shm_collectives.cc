@@ -66,31 +66,34 @@ Status ShmGroup::allreduce(const char* in, char* out, int64_t count, size_t elem
   return Status::OK();
 }
 
-Status ShmGroup::reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce) {
+Status ShmGroup::reduce_scatter(const char* in, char* own, int64_t count, size_t elem, const ReduceInto& reduce) {
   pace_ = ShmPace::kTransfer;
   const Pieces p = pieces(count, elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
-    Status s = put_pieces(data, p, k);
+    Status s = put_pieces(in, p, k);
     if (!s.ok()) return s;
-    reduce_own(data, p, k, data + p.start(rank_, k) * elem, reduce);
+    reduce_own(in, p, k, own + k * p.q * static_cast<int64_t>(elem), reduce);
     raise(Flag::kDone);
   }
   return Status::OK();
 }
 
-Status ShmGroup::allgather(char* data, int64_t count, size_t elem) {
+Status ShmGroup::allgather(const char* own, char* out, int64_t count, size_t elem) {
   pace_ = ShmPace::kTransfer;
   const Pieces p = pieces(count, elem);
+  char* own_out = out + block_start(count, size(), rank_) * static_cast<int64_t>(elem);
   for (int64_t k = 0; k < p.rounds(); ++k) {
     Status s = begin_round();
     if (!s.ok()) return s;
-    copy(slot(rank_) + p.offset_in_slot(rank_), data + p.start(rank_, k) * elem, p.length(rank_, k), elem);
+    const char* piece = own + k * p.q * static_cast<int64_t>(elem);
+    copy(slot(rank_) + p.offset_in_slot(rank_), piece, p.length(rank_, k), elem);
     raise(Flag::kArrived);
+    if (own_out != own) copy(own_out + k * p.q * static_cast<int64_t>(elem), piece, p.length(rank_, k), elem);
     s = wait_all(Flag::kArrived);
     if (!s.ok()) return s;
     for (int b = 0; b < size(); ++b) {
       if (b == rank_) continue;
-      copy(data + p.start(b, k) * elem, slot(b) + p.offset_in_slot(b), p.length(b, k), elem);
+      copy(out + p.start(b, k) * elem, slot(b) + p.offset_in_slot(b), p.length(b, k), elem);
     }
     raise(Flag::kDone);
   }

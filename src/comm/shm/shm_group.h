@@ -77,9 +77,21 @@ class ShmGroup {
                    ShmPace pace = ShmPace::kTransfer);
   // Afterwards block rank() of `data` (comm/blocks.h) holds the reduction over the host; the other
   // blocks are as they were.
-  Status reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce);
+  Status reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce) {
+    return reduce_scatter(data, data + block_start(count, size(), rank_) * elem, count, elem, reduce);
+  }
+  // The same out of place: block rank() of the reduction of `in` into `own` (its block's length).
+  Status reduce_scatter(const char* in, char* own, int64_t count, size_t elem, const ReduceInto& reduce);
   // Block i of `data` from local rank i to every rank.
-  Status allgather(char* data, int64_t count, size_t elem);
+  Status allgather(char* data, int64_t count, size_t elem) {
+    return allgather(data + block_start(count, size(), rank_) * elem, data, count, elem);
+  }
+  // The same out of place: `own` (block rank()'s length) into block rank() of `out`, every other rank's
+  // into its block.
+  Status allgather(const char* own, char* out, int64_t count, size_t elem);
+  // What one round carries per rank: a collective whose rows are larger than slot_bytes() / size() cannot
+  // go through the group.
+  size_t slot_bytes() const { return layout_.slot_bytes(); }
 
  private:
   enum class Flag { kArrived, kReduced, kDone };

@@ -144,6 +144,33 @@ TEST(ShmGroup, ReduceScatterThenAllgatherIsAnAllreduceCutAsTheRingCutsIt) {
   }
 }
 
+TEST(ShmGroup, OutOfPlaceReduceScatterAndAllgatherLeaveTheInputAndFillOnlyTheOutput) {
+  // kolo's reducescatter and allgather ops (a sharded optimizer's): rows of 3 floats as the elements,
+  // over several rounds of a small slot, at counts that split unevenly.
+  for (int64_t rows : {1, 4, 7001}) {
+    on_host(3, 4096, [rows](ShmGroup& g) {
+      const size_t row = 3 * sizeof(float);
+      const int64_t count = rows * 3;
+      std::vector<float> in(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) in[static_cast<size_t>(i)] = input(g.rank(), i);
+      const std::vector<float> before = in;
+      const int64_t start = block_start(rows, 3, g.rank()) * 3, n = block_count(rows, 3, g.rank()) * 3;
+      std::vector<float> own(static_cast<size_t>(n) + 1, -1.0f);  // one past: untouched
+      ASSERT_TRUE(g.reduce_scatter(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(own.data()), rows,
+                                   row, FloatSum()).ok());
+      ASSERT_EQ(in, before);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(own[static_cast<size_t>(i)], input(0, start + i) + input(1, start + i) + input(2, start + i));
+      }
+      ASSERT_EQ(own[static_cast<size_t>(n)], -1.0f);
+      std::vector<float> out(static_cast<size_t>(count), -1.0f);
+      ASSERT_TRUE(g.allgather(reinterpret_cast<const char*>(own.data()), reinterpret_cast<char*>(out.data()), rows,
+                              row).ok());
+      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(out[static_cast<size_t>(i)], input(0, i) + input(1, i) + input(2, i));
+    });
+  }
+}
+
 TEST(ShmGroup, AnInterruptedWaitFailsAndTheGroupStaysBroken) {
   Policy policy;
   on_host(2, 4096, [&policy](ShmGroup& g) {
