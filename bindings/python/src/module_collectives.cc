@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -31,6 +32,19 @@ struct CTensor {
     t.device_index = std::get<5>(d);
     t.stream = reinterpret_cast<void*>(std::get<6>(d));
   }
+};
+
+// Where an allgather's result goes when the caller gave its memory; freed when the op ends.
+struct GivenOutput {
+  void* data;
+  int64_t elements;
+  static void* allocate(void* user, int32_t ndim, const int64_t* shape) {
+    auto* given = static_cast<GivenOutput*>(user);
+    int64_t elements = 1;
+    for (int32_t d = 0; d < ndim; ++d) elements *= shape[d];
+    return elements == given->elements ? given->data : nullptr;
+  }
+  static void done(void* user, int32_t, const char*) { delete static_cast<GivenOutput*>(user); }
 };
 
 // The C ABI's options for an op: its name (which must outlive them) and set, the rest at their defaults.
@@ -89,12 +103,27 @@ void register_collectives(py::module_& m) {
     return status_without_gil([&] { return kolo_allreduce(&i.t, &o.t, &opts, nullptr); });
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
      py::arg("compression") = 0, py::arg("process_set") = 0);
-  m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set) {
+  // output: memory the result goes into (a sharded optimizer's parameters, its own block the input),
+  // instead of memory kolo allocates; the op fails if the ranks' rows do not fill it exactly.
+  m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set,
+                              const std::optional<Descriptor>& out) {
     CTensor i(in);
-    const kolo_op_options opts = options_for(name, process_set);
+    kolo_op_options opts = options_for(name, process_set);
+    GivenOutput* given = nullptr;
+    if (out) {
+      int64_t elements = 1;
+      for (int64_t d : std::get<2>(*out)) elements *= d;
+      given = new GivenOutput{reinterpret_cast<void*>(std::get<0>(*out)), elements};
+      opts.allocate = GivenOutput::allocate;
+      opts.allocate_data = given;
+      opts.done = GivenOutput::done;
+      opts.done_data = given;
+    }
     kolo_handle h = 0;
-    return started(kolo_allgather(&i.t, &opts, &h), h);
-  }, py::arg("name"), py::arg("input"), py::arg("process_set") = 0);
+    const int32_t code = kolo_allgather(&i.t, &opts, &h);
+    if (code != KOLO_OK) delete given;  // refused at once: no done callback comes
+    return started(code, h);
+  }, py::arg("name"), py::arg("input"), py::arg("process_set") = 0, py::arg("output") = py::none());
   m.def("broadcast_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t root,
                               int32_t process_set) {
     CTensor i(in), o(out);

@@ -46,7 +46,12 @@ class MpiAllgather : public Collective {
                          static_cast<size_t>(row_bytes));
       if (!s.ok()) return s;
     } else {
-      KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(p.in, layout.counts[me], layout.type, p.out,
+      // An input that is already the output's own block (an allgather into the caller's memory) is
+      // MPI's in place.
+      int64_t own_offset = 0;
+      for (int q = 0; q < me; ++q) own_offset += call.first_dims[static_cast<size_t>(q)] * row_bytes;
+      const void* send = static_cast<const char*>(p.out) + own_offset == p.in ? MPI_IN_PLACE : p.in;
+      KOLO_MPI_RETURN_IF_ERROR(MPI_Allgatherv(send, layout.counts[me], layout.type, p.out,
                                               layout.counts.data(), layout.displs.data(), layout.type,
                                               mpi_.data()),
                                "MPI_Allgatherv");

@@ -23,6 +23,15 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     return _add(handle, (tensor,), lambda out: _wrap_output(out, tensor.dtype, tensor.device), tensor)
 
 
+def _allgather_into_async(tensor, output, name, process_set=global_process_set):
+    """An allgather whose result goes into `output` (every rank's rows exactly fill it; `tensor` may be
+    this rank's block of it): a sharded optimizer's parameters, gathered without a copy."""
+    handle = _C.allgather_async(_name(name), _describe(tensor, name),
+                                _set_id(process_set, "allgather of tensor '%s'", name or "(unnamed)"),
+                                output=_describe(output, name, "output"))
+    return _add(handle, (tensor, output), lambda _: output, tensor)
+
+
 class _Allgather(torch.autograd.Function):
     """The gradient of an allgather for this rank's input is its rows of the gradients averaged over
     the ranks (of the set), as in Horovod."""
@@ -133,6 +142,15 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     set_id = _set_id(process_set, "reducescatter of tensor '%s'", name or "(unnamed)")
     rows = _C.reducescatter_rows(tensor.shape[0], _set_rank(process_set), _set_size(process_set))
     output = tensor.new_empty((rows,) + tuple(tensor.shape[1:]))
+    handle = _C.reducescatter_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
+                                    float(prescale_factor), float(postscale_factor), set_id)
+    return _add(handle, (tensor, output), lambda _: output, tensor)
+
+
+def _reducescatter_into_async(tensor, output, name, op, process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter_async into `output` (this rank's block's shape): a sharded optimizer's gradients,
+    into the same memory every step."""
+    set_id = _set_id(process_set, "reducescatter of tensor '%s'", name or "(unnamed)")
     handle = _C.reducescatter_async(_name(name), _describe(tensor, name), _describe(output, name, "output"), op,
                                     float(prescale_factor), float(postscale_factor), set_id)
     return _add(handle, (tensor, output), lambda _: output, tensor)

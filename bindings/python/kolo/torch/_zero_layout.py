@@ -29,6 +29,8 @@ class Bucket:
             total += p.numel()
         self.numel = total
         self.start, self.count = block(total, rank, size)
+        self.flat = None        # the parameters' buffer (zero_optimizer.py)
+        self.grad_shard = None  # stage 2: where its reduce-scatter leaves this rank's shard
 
     def pieces(self):
         """(parameter, start in the parameter's flat elements, start in the shard, length) for every

@@ -21,6 +21,7 @@ from kolo._policy import scaling
 from kolo.torch._parameters import (parameter_names, register_accumulate_hooks, skipping_synchronize,
                                      synchronize_for_step)
 from kolo.torch import _zero_checkpoint
+from kolo.torch._row_collectives import _allgather_into_async, _reducescatter_into_async
 from kolo.torch._zero_layout import make_buckets
 
 # Optimizers whose step updates each element from that element's gradient and state alone: a shard of
@@ -67,10 +68,19 @@ class _ZeroOptimizer:
         self._bucket_of = {p: b for b in self._buckets for p in b.params}
         self._flatten()
         self._inner = self._make_inner()
-        self._handles = {}   # bucket index -> (handle, reduced tensor, compression ctx)
+        self._handles = {}   # bucket index -> [(parameter, or None for the bucket, handle, sent tensor, ctx)]
         self._waiting = {b.index: set(b.params) for b in self._buckets}
         self._delay = {p: self._passes for p in self._bucket_of}
         self._grad_shards = {}  # stage 2: bucket index -> this rank's reduced shard of its gradients
+        self._launched = set()  # buckets whose reduction this step has started
+        # Stage 2's packing buffers, reused step after step (a fresh one would cost its page faults each
+        # time): at most two per dtype, a third bucket waiting for the oldest one's reduce-scatter.
+        self._free_packs = {}   # dtype -> [buffers]
+        self._packs = {}        # dtype -> how many there are
+        self._pack_of = {}      # bucket index -> the buffer it is sent from
+        self._most = {}         # dtype -> the largest bucket's elements
+        for b in self._buckets:
+            self._most[b.flat.dtype] = max(self._most.get(b.flat.dtype, 0), b.numel)
         self._synchronized = False
         self._should_synchronize = True
         self._consolidated = None
@@ -141,29 +151,71 @@ class _ZeroOptimizer:
         return hook
 
     def _launch(self, b):
-        """Starts the bucket's reduction: its gradients packed into one buffer (the one fusion buffer of
-        stage 2, after which the parameters' gradients are freed)."""
+        """Starts the bucket's reduction. Stage 1: each gradient allreduced in place (kolo fuses them), as at
+        stage 0. Stage 2: the gradients packed into one buffer (the one fusion buffer of stage 2) and
+        reduce-scattered, and the parameters' gradients freed."""
         grads = []
         for p in b.params:
-            g = p.grad
-            if g is not None and g.is_sparse:
+            if p.grad is not None and p.grad.is_sparse:
                 raise ValueError("DistributedOptimizer(zero_stage=%d): parameter '%s' has a sparse gradient, which "
                                  "a sharded optimizer does not take (use zero_stage=0)" % (self._stage, self._names[p]))
-            grads.append(g.reshape(-1) if g is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device))
-        flat = torch.cat(grads)
-        compressed, ctx = self._compression.compress(flat)
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            grads.append(p.grad)
         pre, post = scaling.predivide(self._op, self._predivide)
-        name = "zero.grad.%d" % b.index
-        if self._stage == 2:
-            handle = mpi_ops.reducescatter_async(compressed, name=name, op=self._op, process_set=self._process_set,
-                                                 prescale_factor=pre, postscale_factor=post)
+        if self._stage == 1:
+            reductions = []
+            for p, g in zip(b.params, grads):
+                compressed, ctx = self._compression.compress(g)
+                reductions.append((p, mpi_ops.allreduce_async_(
+                    compressed, name="zero.grad." + self._names[p], op=self._op, prescale_factor=pre,
+                    postscale_factor=post, process_set=self._process_set), compressed, ctx))
+            self._handles[b.index] = reductions
+        else:
+            pack = self._pack_buffer(b)
+            flat = pack[:b.numel]
+            torch.cat([g.reshape(-1) for g in grads], out=flat)
+            compressed, ctx = self._compression.compress(flat)
+            if compressed is flat:  # into this rank's shard of the gradients, kept from step to step
+                shard = b.grad_shard if b.grad_shard is not None else flat.new_empty(b.count)
+                b.grad_shard = shard
+                handle = _reducescatter_into_async(flat, shard, "zero.grad.%d" % b.index, self._op, self._process_set,
+                                                   pre, post)
+            else:
+                handle = mpi_ops.reducescatter_async(compressed, name="zero.grad.%d" % b.index, op=self._op,
+                                                     process_set=self._process_set, prescale_factor=pre,
+                                                     postscale_factor=post)
             for p in b.params:
                 p.grad = None
-        else:
-            handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op, prescale_factor=pre,
-                                              postscale_factor=post, process_set=self._process_set)
-        self._handles[b.index] = (handle, compressed, ctx)
+            self._handles[b.index] = [(None, handle, compressed, ctx)]
+        self._launched.add(b.index)
         self._waiting[b.index] = set()
+
+    def _pack_buffer(self, b):
+        dtype = b.flat.dtype
+        free = self._free_packs.setdefault(dtype, [])
+        if not free and self._packs.get(dtype, 0) >= 2:
+            oldest = next(i for i in self._pack_of if self._pack_of[i].dtype == dtype)
+            self._finish(oldest)
+        if not free:
+            self._packs[dtype] = self._packs.get(dtype, 0) + 1
+            free.append(torch.empty(self._most[dtype], dtype=dtype, device=b.flat.device))
+        self._pack_of[b.index] = free.pop()
+        return self._pack_of[b.index]
+
+    def _finish(self, index):
+        """Waits for bucket `index`'s reduction and takes its result; its packing buffer is free again."""
+        try:
+            for p, handle, compressed, ctx in self._handles.pop(index):
+                result = mpi_ops.synchronize(handle)
+                if p is None:
+                    self._grad_shards[index] = self._compression.decompress(result, ctx)
+                elif compressed is not p.grad:
+                    p.grad.copy_(self._compression.decompress(compressed, ctx))
+        finally:
+            pack = self._pack_of.pop(index, None)
+            if pack is not None:
+                self._free_packs[pack.dtype].append(pack)
 
     def synchronize(self):
         """Waits for every bucket's reduction (starting those backward did not complete, so that every
@@ -173,27 +225,15 @@ class _ZeroOptimizer:
             self._synchronized = True
             return
         for b in self._buckets:
-            if b.index not in self._handles:
+            if b.index not in self._launched:
                 self._launch(b)
         error = None
-        for b in self._buckets:
-            handle, compressed, ctx = self._handles[b.index]
+        for index in list(self._handles):
             try:
-                result = mpi_ops.synchronize(handle)
-            except Exception as e:  # wait for every handle before raising, so none is left in flight
+                self._finish(index)
+            except Exception as e:  # wait for every bucket before raising, so none is left in flight
                 error = error or e
-                continue
-            reduced = self._compression.decompress(result, ctx)
-            if self._stage == 2:
-                self._grad_shards[b.index] = reduced
-            else:
-                for p, offset in zip(b.params, b.offsets):
-                    value = reduced[offset:offset + p.numel()].view_as(p)
-                    if p.grad is None:
-                        p.grad = value.to(p.dtype).clone()
-                    else:
-                        p.grad.copy_(value)
-        self._handles.clear()
+        self._launched.clear()
         self._waiting = {b.index: set(b.params) for b in self._buckets}
         self._delay = {p: self._passes for p in self._delay}
         self._synchronized = error is None
@@ -289,10 +329,11 @@ class _ZeroOptimizer:
             if master.dtype != b.flat.dtype:
                 b.flat[b.start:b.start + b.count].copy_(master)
         if self._reducing:
-            handles = [(b, mpi_ops.allgather_async(b.flat[b.start:b.start + b.count], name="zero.param.%d" % b.index,
-                                                   process_set=self._process_set)) for b in self._buckets]
-            for b, handle in handles:
-                b.flat.copy_(mpi_ops.synchronize(handle))
+            # Into the buckets' own buffers, each rank's shard already in its place there.
+            handles = [_allgather_into_async(b.flat[b.start:b.start + b.count], b.flat, "zero.param.%d" % b.index,
+                                             self._process_set) for b in self._buckets]
+            for handle in handles:
+                mpi_ops.synchronize(handle)
         for b in self._buckets:
             b.version = b.flat._version
 
