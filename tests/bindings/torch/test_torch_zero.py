@@ -10,11 +10,11 @@ import kolo.torch as kolo
 
 
 def make_model():
-    # 7 x 5 + 5 + 5 x 3 + 3 + 3 x 1 + 1 = 62 elements, whose shards straddle parameters at 3 and 4 ranks,
-    # and an odd parameter count.
+    # 7 x 5 + 5 + 5 x 3 + 3 + 3 x 1 = 61 elements (odd), in 5 parameters, whose shards straddle parameters at
+    # 2, 3 and 4 ranks.
     torch.manual_seed(4321)
     return torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3), torch.nn.Tanh(),
-                               torch.nn.Linear(3, 1))
+                               torch.nn.Linear(3, 1, bias=False))
 
 
 def batches(steps, batch):
@@ -81,7 +81,7 @@ def test_each_rank_holds_its_shard_of_the_state_only(stage, rank, size):
     total = sum(p.numel() for p in model.parameters())
     held = sum(s["exp_avg"].numel() for s in optimizer._inner.state.values()) if optimizer._inner else 0
     base, extra = divmod(total, size)
-    assert held == base + (1 if rank < extra else 0)  # one bucket: the split of 62 elements
+    assert held == base + (1 if rank < extra else 0)  # one bucket: the split of 61 elements
     assert len(optimizer.state) == 0  # the wrapper's own, per-parameter state stays empty
     if stage == 2 and size > 1:
         x, y = batches(1, 4)[0]
@@ -235,7 +235,7 @@ def test_a_group_added_after_wrapping_and_another_models_state_are_refused(rank,
     with pytest.raises(ValueError, match="added after wrapping"):
         optimizer.add_param_group({"params": [torch.nn.Parameter(torch.zeros(2))]})
     other = torch.nn.Sequential(torch.nn.Linear(7, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3), torch.nn.Tanh(),
-                                torch.nn.Linear(3, 1))
+                                torch.nn.Linear(3, 1, bias=False))  # as many parameters, other shapes
     other_opt = OPTIMIZERS["sgd"](other.parameters())
     train(other, other_opt, batches(1, 4))
     with pytest.raises(ValueError, match="another model's"):
