@@ -65,12 +65,15 @@ def test_the_launching_environment_reaches_every_rank_but_host_specific_variable
 
 
 HOROVOD_SCRIPT = """
+import sys
 import torch
 import kolo.torch as kolo
 try:
     kolo.init()
 except Exception as e:
-    print('rank failed: %s' % e, flush=True)
+    # One write with its newline: unbuffered, print's two writes let the other rank's line in between.
+    sys.stdout.write('rank failed: %s\\n' % e)
+    sys.stdout.flush()
     raise SystemExit(3)
 kolo.allreduce(torch.ones(1000), name='grad')
 kolo.shutdown()
