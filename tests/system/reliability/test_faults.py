@@ -43,7 +43,10 @@ try:
         kolo.allreduce(torch.ones(1000), name="grad")
         time.sleep(0.01)
 except kolo.KoloError as e:
-    print("rank %d: %s" % (kolo.rank(), e), flush=True)
+    # One write with its newline: unbuffered (PYTHONUNBUFFERED), print's two writes let another rank's line
+    # in between.
+    sys.stdout.write("rank %d: %s\n" % (kolo.rank(), e))
+    sys.stdout.flush()
     sys.exit(3)
 """
 
@@ -172,7 +175,10 @@ try:
         kolo.allreduce_(big, op=kolo.Sum, name="big")
         big.fill_(1)
 except kolo.KoloError as e:
-    print("rank %d: %s" % (kolo.rank(), e), flush=True)
+    # One write with its newline: unbuffered (PYTHONUNBUFFERED), print's two writes let another rank's line
+    # in between.
+    sys.stdout.write("rank %d: %s\n" % (kolo.rank(), e))
+    sys.stdout.flush()
     sys.exit(3)
 """
 
