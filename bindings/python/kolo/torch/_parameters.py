@@ -27,6 +27,11 @@ def parameter_names(all_params, named_parameters):
     return by_param
 
 
+def hyperparameters(group):
+    """A parameter group's settings, without its parameters."""
+    return {k: v for k, v in group.items() if k != "params"}
+
+
 def register_accumulate_hooks(params, make_hook):
     """Calls make_hook(p)'s hook each time backward has accumulated p's gradient; what must be kept
     alive for the hooks to stay."""

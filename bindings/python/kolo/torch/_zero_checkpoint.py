@@ -3,6 +3,7 @@ state dict, and such a state dict, saved at any number of ranks, cut into this r
 import torch
 
 from kolo.torch import functions, mpi_ops
+from kolo.torch._parameters import hyperparameters
 
 MASTER_KEY = "kolo_master_param"  # a 16-bit parameter's float32 master in a consolidated state dict
 
@@ -11,7 +12,7 @@ def consolidate(opt, to):
     """opt.consolidate_state_dict(to): collective over opt's process set."""
     local = {}
     for b in opt._buckets:
-        state = opt._inner.state.get(opt._masters[b.index], {}) if opt._inner is not None else {}
+        state = opt._shard_state(b)
         local[b.index] = {k: ("tensor", str(v.dtype)) if torch.is_tensor(v) and v.dim() == 1 and
                           v.numel() == b.count else ("value", v.cpu() if torch.is_tensor(v) else v)
                           for k, v in state.items()}
@@ -26,7 +27,7 @@ def consolidate(opt, to):
         for theirs in everyone:
             for k, kind in theirs[b.index].items():
                 kinds.setdefault(k, kind)
-        state = opt._inner.state.get(opt._masters[b.index], {}) if opt._inner is not None else {}
+        state = opt._shard_state(b)
         for k in sorted(kinds):
             kind = kinds[k]
             if kind[0] == "value":
@@ -85,7 +86,7 @@ def load(opt, state_dict):
                                                                   tuple(p.shape)))
         state[p] = entry
     for saved, mine in zip(groups, opt.param_groups):
-        mine.update({k: v for k, v in saved.items() if k != "params"})
+        mine.update(hyperparameters(saved))
     inner_state = {}
     with torch.no_grad():
         for b in opt._buckets:
@@ -111,6 +112,5 @@ def load(opt, state_dict):
     if opt._inner is not None:
         opt._inner.state.clear()
         opt._inner.state.update(inner_state)
-        for group, inner in zip(opt.param_groups, opt._inner.param_groups):
-            inner.update({k: v for k, v in group.items() if k != "params"})
+        opt._synchyperparameters()
     opt._consolidated = None

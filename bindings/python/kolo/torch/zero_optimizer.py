@@ -14,12 +14,14 @@ and whatever else writes into the parameters (broadcast_parameters, a model's lo
 other than the step wrote into them.
 """
 
+import itertools
+
 import torch
 
 from kolo.torch import functions, mpi_ops
 from kolo._policy import scaling
-from kolo.torch._parameters import (parameter_names, register_accumulate_hooks, skipping_synchronize,
-                                     synchronize_for_step)
+from kolo.torch._parameters import (hyperparameters, parameter_names, register_accumulate_hooks,
+                                     skipping_synchronize, synchronize_for_step)
 from kolo.torch import _zero_checkpoint
 from kolo.torch._row_collectives import _allgather_into_async, _reducescatter_into_async
 from kolo.torch._zero_layout import make_buckets
@@ -72,12 +74,10 @@ class _ZeroOptimizer:
         self._waiting = {b.index: set(b.params) for b in self._buckets}
         self._delay = {p: self._passes for p in self._bucket_of}
         self._grad_shards = {}  # stage 2: bucket index -> this rank's reduced shard of its gradients
-        self._launched = set()  # buckets whose reduction this step has started
         # Stage 2's packing buffers, reused step after step (a fresh one would cost its page faults each
         # time): at most two per dtype, a third bucket waiting for the oldest one's reduce-scatter.
         self._free_packs = {}   # dtype -> [buffers]
-        self._packs = {}        # dtype -> how many there are
-        self._pack_of = {}      # bucket index -> the buffer it is sent from
+        self._pack_of = {}      # bucket index -> the buffer it is sent from, in the order they were taken
         self._most = {}         # dtype -> the largest bucket's elements
         for b in self._buckets:
             self._most[b.flat.dtype] = max(self._most.get(b.flat.dtype, 0), b.numel)
@@ -93,8 +93,7 @@ class _ZeroOptimizer:
         everyone = functions.allgather_object(mine, name="zero.parameters", process_set=self._process_set)
         for i, theirs in enumerate(everyone):
             if theirs != everyone[0]:
-                first = next((a, b) for a, b in zip(everyone[0] + [None] * len(theirs), theirs + [None] * len(
-                    everyone[0])) if a != b)
+                first = next((a, b) for a, b in itertools.zip_longest(everyone[0], theirs) if a != b)
                 raise ValueError("DistributedOptimizer(zero_stage=%d): rank %d of the process set wraps other "
                                  "parameters than its rank 0 (rank 0 has %s, rank %d has %s): every rank must wrap "
                                  "the same model's parameters, in the same order"
@@ -121,7 +120,7 @@ class _ZeroOptimizer:
     def _make_inner(self):
         groups = []
         for g, group in enumerate(self.param_groups):
-            inner = {k: v for k, v in group.items() if k != "params"}
+            inner = hyperparameters(group)
             inner["params"] = [self._masters[b.index] for b in self._buckets if b.group == g and b.count > 0]
             groups.append(inner)
         if not any(group["params"] for group in groups):
@@ -139,7 +138,7 @@ class _ZeroOptimizer:
     def _make_hook(self, p):
         def hook(*_):
             b = self._bucket_of[p]
-            if b.index in self._handles and self._delay[p] <= 0:
+            if not self._waiting[b.index] and self._delay[p] <= 0:  # launched already
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before step() or "
                     "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
@@ -188,17 +187,15 @@ class _ZeroOptimizer:
             for p in b.params:
                 p.grad = None
             self._handles[b.index] = [(None, handle, compressed, ctx)]
-        self._launched.add(b.index)
-        self._waiting[b.index] = set()
+        self._waiting[b.index] = set()  # launched
 
     def _pack_buffer(self, b):
         dtype = b.flat.dtype
         free = self._free_packs.setdefault(dtype, [])
-        if not free and self._packs.get(dtype, 0) >= 2:
-            oldest = next(i for i in self._pack_of if self._pack_of[i].dtype == dtype)
-            self._finish(oldest)
+        taken = [i for i, pack in self._pack_of.items() if pack.dtype == dtype]
+        if not free and len(taken) >= 2:
+            self._finish(taken[0])
         if not free:
-            self._packs[dtype] = self._packs.get(dtype, 0) + 1
             free.append(torch.empty(self._most[dtype], dtype=dtype, device=b.flat.device))
         self._pack_of[b.index] = free.pop()
         return self._pack_of[b.index]
@@ -225,7 +222,7 @@ class _ZeroOptimizer:
             self._synchronized = True
             return
         for b in self._buckets:
-            if b.index not in self._launched:
+            if self._waiting[b.index]:
                 self._launch(b)
         error = None
         for index in list(self._handles):
@@ -233,7 +230,6 @@ class _ZeroOptimizer:
                 self._finish(index)
             except Exception as e:  # wait for every bucket before raising, so none is left in flight
                 error = error or e
-        self._launched.clear()
         self._waiting = {b.index: set(b.params) for b in self._buckets}
         self._delay = {p: self._passes for p in self._delay}
         self._synchronized = error is None
@@ -306,13 +302,21 @@ class _ZeroOptimizer:
                 grad = self._shard_grad(b)
                 master.grad = grad.to(master.dtype) if b.count > 0 else None
             if self._inner is not None:
-                for group, inner in zip(self.param_groups, self._inner.param_groups):
-                    inner.update({k: v for k, v in group.items() if k != "params"})
+                self._synchyperparameters()
                 self._inner.step()
             for master in self._masters.values():
                 master.grad = None
             self._gather_parameters()
         return loss
+
+    def _synchyperparameters(self):
+        """The wrapper's groups (what schedulers change) into the inner optimizer's."""
+        for group, inner in zip(self.param_groups, self._inner.param_groups):
+            inner.update(hyperparameters(group))
+
+    def _shard_state(self, b):
+        """The inner optimizer's state for bucket b's shard ({} where this rank holds none of it)."""
+        return self._inner.state.get(self._masters[b.index], {}) if self._inner is not None else {}
 
     def _refresh_masters(self):
         """A 16-bit bucket's float32 master, from its parameters where something else wrote into them."""
@@ -378,4 +382,3 @@ class _ZeroOptimizer:
         self.consolidate_state_dict(to=root_rank)
         full = self.state_dict() if mpi_ops._set_rank(self._process_set) == root_rank else None
         self.load_state_dict(functions.broadcast_state_dict(full, root_rank, self._process_set))
-
