@@ -26,9 +26,13 @@ Status MpiShmWaitPolicy::probe_for_failures() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_probe_) return Status::OK();
   next_probe_ = now + std::chrono::milliseconds(2);
+  return failure_mpi_declared("shared-memory collective");
+}
+
+Status MpiShmWaitPolicy::failure_mpi_declared(const std::string& what) {
   int flag = 0;
   const int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, local_, &flag, MPI_STATUS_IGNORE);
-  return is_peer_failure(rc) ? mpi_status(rc, "shared-memory collective") : Status::OK();
+  return is_peer_failure(rc) ? mpi_status(rc, what) : Status::OK();
 }
 
 Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
@@ -40,9 +44,8 @@ Status MpiShmWaitPolicy::peer_ended(int peer, pid_t pid) {
     // from any source fails while a failure is not acknowledged), or after a bound, whichever is first.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (std::chrono::steady_clock::now() < until && !peer_failure_pending()) {
-      int flag = 0;
-      const int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, local_, &flag, MPI_STATUS_IGNORE);
-      if (is_peer_failure(rc)) return mpi_status(rc, what);
+      Status declared = failure_mpi_declared(what);
+      if (!declared.ok()) return declared;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     report_peer_failure(what);

@@ -44,6 +44,9 @@ class MpiShmWaitPolicy : public ShmWaitPolicy {
  private:
   // In place: every 2 ms of waiting, whether MPI has declared a peer failed.
   Status probe_for_failures();
+  // A receive from any source on the host's communicator: it fails (named `what`) once ULFM has declared
+  // a peer failed.
+  Status failure_mpi_declared(const std::string& what);
 
   std::vector<std::string> names_;
   MPI_Comm local_;
