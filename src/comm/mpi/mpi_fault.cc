@@ -27,10 +27,11 @@ struct Registry {
   std::condition_variable hooks_done;
 };
 
-// `reported`, read without the lock by waits that poll it: outside the registry, which is made at its first
-// use, so that a wait's first look allocates nothing.
+// `reported` and whether a hook is set, read without the lock by waits that poll them: outside the
+// registry, which is made at its first use, so that a wait's look allocates nothing and takes no lock.
 std::atomic<bool> g_pending{false};
 std::atomic<uint64_t> g_reported{0};
+std::atomic<bool> g_hooked{false};
 
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: engine threads may report at exit
@@ -125,13 +126,10 @@ void set_peer_failure_hook(std::function<void(const std::string&)> hook) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.hook = std::move(hook);
+  g_hooked.store(static_cast<bool>(r.hook), std::memory_order_release);
 }
 
-bool surviving_peer_failures() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return static_cast<bool>(r.hook);
-}
+bool surviving_peer_failures() { return g_hooked.load(std::memory_order_acquire); }
 
 bool outlived_a_peer() {
   Registry& r = registry();
