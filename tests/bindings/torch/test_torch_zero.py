@@ -260,17 +260,39 @@ def test_sharded_over_a_process_set(rank, size):
                                               named_parameters=model.named_parameters(), process_set=mine)
         train(model, optimizer, data, shard=my_rows(batch, mine.ranks.index(rank), members))
         assert_close(model, reference)
+        with pytest.raises(ValueError, match="sharded optimizer over every rank only"):
+            kolo.elastic.TorchState(model=model, optimizer=optimizer)
     finally:
         kolo.barrier()
         for ps in sets:
             kolo.remove_process_set(ps)
 
 
-def test_elastic_state_refuses_a_sharded_optimizer(rank, size):
+@pytest.mark.parametrize("stage", [1, 2])
+def test_an_elastic_state_rolls_a_sharded_optimizer_back_to_its_commit(stage, rank, size):
+    # Three steps, a commit, three steps, restore(), the same three again: the reference's six steps. The
+    # commit holds the whole state (every rank's shards), which restore() cuts into this rank's again.
+    batch = 4 * size
+    data = batches(6, batch)
+    reference = make_model()
+    train(reference, OPTIMIZERS["adam"](reference.parameters()), data)
     model = make_model()
-    optimizer = sharded(model, "sgd", 2, rank, size)
-    with pytest.raises(ValueError, match="does not take a sharded optimizer"):
-        kolo.elastic.TorchState(model=model, optimizer=optimizer)
+    optimizer = sharded(model, "adam", stage, rank, size)
+    state = kolo.elastic.TorchState(model=model, optimizer=optimizer, step=0)
+    rows = my_rows(batch, rank, size)
+    train(model, optimizer, data[:3], shard=rows)
+    state.step = 3
+    state.commit()
+    committed = state._handlers["optimizer"].saved
+    assert sorted(committed["state"]) == list(range(5))  # every parameter's, not this rank's shard alone
+    assert all(v.device.type == "cpu" for entry in committed["state"].values() for v in entry.values()
+               if torch.is_tensor(v))
+    train(model, optimizer, data[3:5], shard=rows)
+    state.restore()
+    assert state.step == 3
+    state.sync()
+    train(model, optimizer, data[3:], shard=rows)
+    assert_close(model, reference)
 
 
 def test_an_lr_scheduler_steers_the_shards(rank, size):

@@ -1,7 +1,8 @@
 """Elastic training of a small float64 classifier on scikit-learn's 8x8 digits, in Horovod's elastic
 shape (the program the elastic tests run under kolorun; see test_elastic.py).
 
-Per-rank batches of --batch-size from an ElasticSampler, a commit every --commit-every steps. A test
+Per-rank batches of --batch-size from an ElasticSampler, a commit every --commit-every steps; the optimizer's
+state sharded with --zero-stage 1 or 2. A test
 hook, from the environment: ELASTIC_TEST_EVENT="ATTEMPT:RANK:STEP:ACTION" makes that rank, before that
 step of that attempt, write ELASTIC_TEST_HOSTS_AFTER ("host:slots,...") into ELASTIC_TEST_HOSTS_FILE, a
 line each (what the discovery script prints) and then, for ACTION
@@ -37,6 +38,7 @@ parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--commit-every", type=int, default=4)
 parser.add_argument("--lr", type=float, default=0.1)
 parser.add_argument("--out", required=True)
+parser.add_argument("--zero-stage", type=int, default=0, help="DistributedOptimizer's: 1 or 2 shards its state")
 args = parser.parse_args()
 
 # ELASTIC_TEST_FREEZE_AT_START="ATTEMPT:RANK": that rank of that attempt SIGSTOPs itself before init(),
@@ -56,7 +58,7 @@ torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).double()
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 sampler = hvd.elastic.ElasticSampler(range(len(x_train)), shuffle=True, seed=1)
-optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), zero_stage=args.zero_stage)
 # Events, ";"-separated, each with its hosts after (ELASTIC_TEST_HOSTS_AFTER, ";"-separated likewise).
 events = [e.split(":") for e in os.environ.get("ELASTIC_TEST_EVENT", "").split(";") if e]
 hosts_after = os.environ.get("ELASTIC_TEST_HOSTS_AFTER", "").split(";")

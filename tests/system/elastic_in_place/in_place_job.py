@@ -62,7 +62,7 @@ def digits(out):
             "--commit-every", str(COMMIT_EVERY), "--lr", str(LR), "--out", str(out)]
 
 
-def start_job(tmp_path, event, ranks=3, peer_timeout=30):
+def start_job(tmp_path, event, ranks=3, peer_timeout=30, program_args=()):
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout),
                   ELASTIC_TEST_EVENT=event, ELASTIC_TEST_HOSTS_AFTER="localhost:%d" % (ranks - 1),
                   ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
@@ -71,12 +71,13 @@ def start_job(tmp_path, event, ranks=3, peer_timeout=30):
     for name in ("PYTHONPATH", "KOLO_PEER_TIMEOUT_SECONDS", "ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER",
                  "ELASTIC_TEST_HOSTS_FILE"):
         cmd += ["-x", name]
-    return launch(tmp_path, cmd + digits(out), env) + (out,)
+    return launch(tmp_path, cmd + digits(out) + list(program_args), env) + (out,)
 
 
-def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2", ranks=3, **settings):
+def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="localhost:2", ranks=3, program_args=(),
+                      **settings):
     """The same job started as a user would: kolorun --in-place, Open MPI 5's mpirun as KOLO_MPIRUN; kolo
-    `settings` in its environment."""
+    `settings` in its environment, `program_args` after the digits program's own."""
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
                   KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout), ELASTIC_TEST_EVENT=event,
                   ELASTIC_TEST_HOSTS_AFTER=hosts_after, ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"), **settings)
@@ -84,7 +85,7 @@ def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="l
     cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), *options]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
         cmd += ["-x", name]
-    return launch(tmp_path, cmd + digits(out), env) + (out,)
+    return launch(tmp_path, cmd + digits(out) + list(program_args), env) + (out,)
 
 
 def finish(job, log, until=(), timeout=120):

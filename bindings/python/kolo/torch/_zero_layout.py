@@ -28,8 +28,12 @@ class Bucket:
             self.offsets.append(total)
             total += p.numel()
         self.numel = total
-        self.start, self.count = block(total, rank, size)
         self.flat = None        # the parameters' buffer (zero_optimizer.py)
+        self.place(rank, size)
+
+    def place(self, rank, size):
+        """This rank's shard of `size` ranks (again, when elastic training in place changed the size)."""
+        self.start, self.count = block(self.numel, rank, size)
         self.grad_shard = None  # stage 2: where its reduce-scatter leaves this rank's shard
 
     def pieces(self):

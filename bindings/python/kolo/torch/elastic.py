@@ -95,8 +95,11 @@ class TorchState(ObjectState):
         object.__setattr__(self, name, value)
 
     def save(self):
-        for handler in self._handlers.values():
-            handler.save()
+        # Every handler's snapshot first, kept only once all are taken: a sharded optimizer's is collective,
+        # and a peer lost in it must leave this rank's commit as it was, not half of it newer.
+        snapshots = {name: handler.snapshot() for name, handler in self._handlers.items()}
+        for name, handler in self._handlers.items():
+            handler.saved = snapshots[name]
         super().save()
 
     def restore(self):
@@ -107,8 +110,7 @@ class TorchState(ObjectState):
     def sync(self):
         # Saved again afterwards, so that restore() after a sync gives the synced state (as TensorFlow's).
         for name, handler in sorted(self._handlers.items()):
-            handler.sync(name, self.sync_root_rank)
-            handler.save()
+            handler.sync_and_save(name, self.sync_root_rank)
         super().sync()
 
     def serialize(self, file):
@@ -128,7 +130,7 @@ def _handler_for(value):
     if isinstance(value, torch.nn.Module):
         return _ModuleHandler(value)
     if isinstance(value, torch.optim.Optimizer):
-        return _OptimizerHandler(value)
+        return _ShardedOptimizerHandler(value) if hasattr(value, "_reshard") else _OptimizerHandler(value)
     if isinstance(value, ElasticSampler):
         return _SamplerHandler(value)
     return None
@@ -140,11 +142,18 @@ class _Handler:
         self.saved = None
         self.save()
 
+    def snapshot(self):
+        return copy.deepcopy(self.value.state_dict())
+
     def save(self):
-        self.saved = copy.deepcopy(self.value.state_dict())
+        self.saved = self.snapshot()
 
     def restore(self):
         self.value.load_state_dict(self.saved)
+
+    def sync_and_save(self, name, root):
+        self.sync(name, root)
+        self.save()
 
 
 class _ModuleHandler(_Handler):
@@ -153,13 +162,6 @@ class _ModuleHandler(_Handler):
 
 
 class _OptimizerHandler(_Handler):
-    def __init__(self, value):
-        if hasattr(value, "consolidate_state_dict"):
-            raise ValueError("kolo.torch.elastic.TorchState does not take a sharded optimizer "
-                             "(DistributedOptimizer(zero_stage=1|2)) yet: its commits would have to re-shard the "
-                             "state after a lost rank; use zero_stage=0 with elastic training")
-        super().__init__(value)
-
     def restore(self):
         # A DistributedOptimizer may hold the failed step's allreduces (backward raised in a hook).
         abandon = getattr(self.value, "_abandon_in_flight", None)
@@ -175,3 +177,45 @@ class _SamplerHandler(_Handler):
     def sync(self, name, root):
         # The root's place in the epoch, re-partitioned over the ranks there are now.
         self.value.load_state_dict(functions.broadcast_object(self.value.state_dict(), root, name="sampler." + name))
+
+
+class _ShardedOptimizerHandler(_Handler):
+    """DistributedOptimizer(zero_stage=1|2): each rank holds only its shard of the state, and a lost rank's
+    shard goes with it. So a commit holds the whole state, gathered on every rank into host memory (the
+    unsharded optimizer's format), and restore() cuts it into the shards of the ranks left, however many."""
+
+    def __init__(self, value):
+        if value._process_set.process_set_id != mpi_ops.global_process_set.process_set_id:
+            raise ValueError("kolo.torch.elastic.TorchState takes a sharded optimizer over every rank only: a "
+                             "process set does not outlive a lost rank")
+        self.restored = False  # by restore(): this rank's state is the commit's, which sync() then spreads
+        super().__init__(value)
+
+    def snapshot(self):
+        self.value.consolidate_state_dict(to=None)
+        return _on_the_host(self.value.state_dict())
+
+    def restore(self):
+        self.value._reshard()
+        self.value.load_state_dict(self.saved)
+        self.restored = True
+
+    def sync(self, name, root):
+        if functions.broadcast_object(self.restored, root, name="elastic.restored." + name):
+            # Root's commit (after a failure, or a restarted job's commit kept on root's host), cut anew.
+            self.saved = functions.broadcast_state_dict(self.saved if mpi_ops.rank() == root else None, root)
+            self.value._reshard()
+            self.value.load_state_dict(self.saved)
+        else:
+            functions.broadcast_optimizer_state(self.value, root_rank=root)
+            self.save()
+        self.restored = False
+
+    def sync_and_save(self, name, root):
+        self.sync(name, root)
+
+
+def _on_the_host(state_dict):
+    state_dict["state"] = {i: {k: v.cpu() if torch.is_tensor(v) else v for k, v in entry.items()}
+                           for i, entry in state_dict["state"].items()}
+    return state_dict

@@ -61,19 +61,17 @@ class _ZeroOptimizer:
         all_params = [p for group in self.param_groups for p in group["params"]]
         self._names = parameter_names(all_params, named_parameters)
         self._parameter_names = self._names  # Horovod's name for it
-        # Ranks outside the process set step on their own gradients, as in Horovod: all of it is their shard.
-        self._reducing = bool(process_set.included()) and mpi_ops._set_size(process_set) > 1
-        rank, size = (mpi_ops._set_rank(process_set), mpi_ops._set_size(process_set)) if self._reducing else (0, 1)
+        rank, size = self._place()
         if self._reducing:
             self._check_same_parameters_everywhere(all_params)
         self._buckets = make_buckets(self.param_groups, rank, size, bucket_bytes)
         self._bucket_of = {p: b for b in self._buckets for p in b.params}
         self._flatten()
+        self._make_masters()
         self._inner = self._make_inner()
         self._handles = {}   # bucket index -> [(parameter, or None for the bucket, handle, sent tensor, ctx)]
-        self._waiting = {b.index: set(b.params) for b in self._buckets}
-        self._delay = {p: self._passes for p in self._bucket_of}
         self._grad_shards = {}  # stage 2: bucket index -> this rank's reduced shard of its gradients
+        self._restart_accumulation()
         # Stage 2's packing buffers, reused step after step (a fresh one would cost its page faults each
         # time): at most two per dtype, a third bucket waiting for the oldest one's reduce-scatter.
         self._free_packs = {}   # dtype -> [buffers]
@@ -84,9 +82,17 @@ class _ZeroOptimizer:
         self._synchronized = False
         self._should_synchronize = True
         self._consolidated = None
-        self._hook_refs = register_accumulate_hooks(list(self._bucket_of), self._make_hook) if self._reducing else []
+        self._hook_refs = register_accumulate_hooks(list(self._bucket_of), self._make_hook)
 
     # ---- layout ------------------------------------------------------------------------------------
+
+    def _place(self):
+        """(rank, size) of the ranks the shards are cut for. Ranks outside the process set step on their own
+        gradients, as in Horovod: all of it is their shard."""
+        self._reducing = bool(self._process_set.included()) and mpi_ops._set_size(self._process_set) > 1
+        if not self._reducing:
+            return 0, 1
+        return mpi_ops._set_rank(self._process_set), mpi_ops._set_size(self._process_set)
 
     def _check_same_parameters_everywhere(self, all_params):
         mine = [(self._names[p], tuple(p.shape), str(p.dtype), p.requires_grad) for p in all_params]
@@ -100,8 +106,7 @@ class _ZeroOptimizer:
                                  % (self._stage, i, first[0], i, first[1]))
 
     def _flatten(self):
-        """Each bucket's parameters become views of one flat buffer; a bucket's shard, its master."""
-        self._masters = {}
+        """Each bucket's parameters become views of one flat buffer."""
         for b in self._buckets:
             dtype, device = b.params[0].dtype, b.params[0].device
             flat = torch.empty(b.numel, dtype=dtype, device=device)
@@ -110,12 +115,43 @@ class _ZeroOptimizer:
                     flat[offset:offset + p.numel()].copy_(p.reshape(-1))
                     p.data = flat[offset:offset + p.numel()].view_as(p)
             b.flat = flat
-            shard = flat[b.start:b.start + b.count]
-            if dtype in (torch.float16, torch.bfloat16):
-                self._masters[b.index] = shard.float()
-            else:
-                self._masters[b.index] = shard
-            b.version = flat._version
+
+    def _make_masters(self):
+        """What the inner optimizer steps for each bucket: its shard of the parameters, or a float32 copy of
+        a 16-bit one."""
+        self._masters = {}
+        with torch.no_grad():
+            for b in self._buckets:
+                shard = b.flat[b.start:b.start + b.count]
+                self._masters[b.index] = shard.float() if shard.dtype in (torch.float16, torch.bfloat16) else shard
+                b.version = b.flat._version
+
+    def _reshard(self):
+        """Elastic training in place: the shards cut again for the ranks there are now, the optimizer's state
+        empty until load_state_dict() gives it (kolo.torch.elastic.TorchState's commits hold it whole)."""
+        self._abandon_in_flight()
+        rank, size = self._place()
+        for b in self._buckets:
+            b.place(rank, size)
+        self._make_masters()
+        self._inner = self._make_inner()
+
+    def _abandon_in_flight(self):
+        """After a failed step (a peer lost), forgets the step's reductions, waiting for each so none is
+        left in the engine, and what they gave: the state is being restored to a commit."""
+        for index in list(self._handles):
+            try:
+                self._finish(index)
+            except Exception:  # noqa: BLE001 - the failure is what is being recovered from
+                pass
+        self._grad_shards.clear()
+        self._restart_accumulation()
+        self._synchronized = False
+
+    def _restart_accumulation(self):
+        """Every bucket waits for backward_passes_per_step gradients of each of its parameters again."""
+        self._waiting = {b.index: set(b.params) for b in self._buckets}
+        self._delay = {p: self._passes for p in self._bucket_of}
 
     def _make_inner(self):
         groups = []
@@ -137,6 +173,8 @@ class _ZeroOptimizer:
 
     def _make_hook(self, p):
         def hook(*_):
+            if not self._reducing:  # one rank left (elastic training in place): nothing to reduce
+                return
             b = self._bucket_of[p]
             if not self._waiting[b.index] and self._delay[p] <= 0:  # launched already
                 raise AssertionError(
@@ -230,8 +268,7 @@ class _ZeroOptimizer:
                 self._finish(index)
             except Exception as e:  # wait for every bucket before raising, so none is left in flight
                 error = error or e
-        self._waiting = {b.index: set(b.params) for b in self._buckets}
-        self._delay = {p: self._passes for p in self._delay}
+        self._restart_accumulation()
         self._synchronized = error is None
         if error is not None:
             self._grad_shards.clear()
