@@ -312,3 +312,40 @@ def test_an_lr_scheduler_steers_the_shards(rank, size):
         ref_sched.step()
         sched.step()
     assert_close(model, reference)
+
+
+@pytest.mark.parametrize("clip", [False, True])
+@pytest.mark.parametrize("stage", [1, 2])
+def test_join_with_uneven_inputs_steps_every_shard(stage, clip, rank, size):
+    # Rank r has 6 - r batches; a rank out of data joins and takes part in the others' steps with zero
+    # gradients (an Average divides by every rank, as Horovod's join), stepping its shard of the state.
+    if size == 1:
+        pytest.skip("needs two ranks")
+    batch = 4
+    data = batches(6, batch * size)
+    mine = [(x[my_rows(batch * size, rank, size)], y[my_rows(batch * size, rank, size)]) for x, y in data]
+    reference = make_model()
+    ref_opt = OPTIMIZERS["adam"](reference.parameters())
+    for i, (x, y) in enumerate(data):
+        ref_opt.zero_grad()
+        training = [r for r in range(size) if i < 6 - r]
+        loss = sum(F.mse_loss(reference(x[my_rows(batch * size, r, size)]), y[my_rows(batch * size, r, size)])
+                   for r in training) / size
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.05)
+        ref_opt.step()
+    model = make_model()
+    optimizer = sharded(model, "adam", stage, rank, size)
+    for x, y in mine[:6 - rank]:
+        optimizer.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        if clip:
+            optimizer.synchronize()
+            optimizer.clip_grad_norm_(0.05)
+            with optimizer.skip_synchronize():
+                optimizer.step()
+        else:
+            optimizer.step()
+    assert kolo.join() in range(size)
+    assert_close(model, reference)

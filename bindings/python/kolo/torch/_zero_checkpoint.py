@@ -18,7 +18,7 @@ def consolidate(opt, to):
                           for k, v in state.items()}
         if opt._masters[b.index].dtype != b.flat.dtype:
             local[b.index][MASTER_KEY] = ("tensor", "torch.float32")
-    everyone = (functions.allgather_object(local, name="zero.state_keys", process_set=opt._process_set)
+    everyone = (functions.allgather_object(local, name=opt._prefix + "state_keys", process_set=opt._process_set)
                 if opt._reducing else [local])
     gathered = {}  # (bucket index, key) -> ("tensor", the whole bucket's flat values) or ("value", the value)
     jobs = []
@@ -39,7 +39,7 @@ def consolidate(opt, to):
                                     device=b.flat.device)
             if opt._reducing:
                 jobs.append(((b.index, k), mpi_ops.allgather_async(
-                    shard.contiguous(), name="zero.state.%d.%s" % (b.index, k), process_set=opt._process_set)))
+                    shard.contiguous(), name=opt._prefix + "state.%d.%s" % (b.index, k), process_set=opt._process_set)))
             else:
                 gathered[(b.index, k)] = ("tensor", shard.clone())
     for key, handle in jobs:

@@ -22,7 +22,7 @@ from kolo.torch import functions, mpi_ops
 from kolo._policy import scaling
 from kolo.torch._parameters import (hyperparameters, parameter_names, register_accumulate_hooks,
                                      skipping_synchronize, synchronize_for_step)
-from kolo.torch import _zero_checkpoint
+from kolo.torch import _join, _zero_checkpoint
 from kolo.torch._row_collectives import _allgather_into_async, _reducescatter_into_async
 from kolo.torch._zero_layout import make_buckets
 
@@ -31,6 +31,12 @@ from kolo.torch._zero_layout import make_buckets
 _ELEMENTWISE = tuple(getattr(torch.optim, n) for n in ("SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta",
                                                           "Adamax", "NAdam", "RAdam", "Rprop", "ASGD")
                      if hasattr(torch.optim, n))
+
+
+_instances = itertools.count()  # each sharded optimizer's ops carry its own prefix (a GAN has two)
+
+# What a rank still training does next, told to ranks that have joined (join()): they mirror it.
+_STEP, _CLIP, _NO_STEP = 1.0, 2.0, 3.0
 
 
 def check_elementwise(optimizer, stage):
@@ -53,6 +59,7 @@ class _ZeroOptimizer:
             raise ValueError("DistributedOptimizer(zero_stage=%d) reduces with Average or Sum" % stage)
         scaling.check_predivide(op, gradient_predivide_factor)
         self._stage = stage
+        self._prefix = "zero%d." % next(_instances)
         self._process_set = process_set
         self._compression = compression
         self._op = op
@@ -82,7 +89,14 @@ class _ZeroOptimizer:
         self._synchronized = False
         self._should_synchronize = True
         self._consolidated = None
+        # join(): each round of reductions also counts the ranks still training; while some have joined,
+        # those still training tell them what comes next (_tell), and the joined ones mirror it.
+        self._joined = False
+        self._training = None        # the round's count, in flight
+        self._others_joined = False  # as of the last round
+        self._untold = False         # a round reduced, what followed it not yet told
         self._hook_refs = register_accumulate_hooks(list(self._bucket_of), self._make_hook)
+        _join.sharded_optimizers.add(self)
 
     # ---- layout ------------------------------------------------------------------------------------
 
@@ -96,7 +110,7 @@ class _ZeroOptimizer:
 
     def _check_same_parameters_everywhere(self, all_params):
         mine = [(self._names[p], tuple(p.shape), str(p.dtype), p.requires_grad) for p in all_params]
-        everyone = functions.allgather_object(mine, name="zero.parameters", process_set=self._process_set)
+        everyone = functions.allgather_object(mine, name=self._prefix + "parameters", process_set=self._process_set)
         for i, theirs in enumerate(everyone):
             if theirs != everyone[0]:
                 first = next((a, b) for a, b in itertools.zip_longest(everyone[0], theirs) if a != b)
@@ -144,6 +158,11 @@ class _ZeroOptimizer:
                 self._finish(index)
             except Exception:  # noqa: BLE001 - the failure is what is being recovered from
                 pass
+        try:
+            self._end_round()
+        except Exception:  # noqa: BLE001
+            pass
+        self._untold = self._others_joined = False
         self._grad_shards.clear()
         self._restart_accumulation()
         self._synchronized = False
@@ -191,6 +210,8 @@ class _ZeroOptimizer:
         """Starts the bucket's reduction. Stage 1: each gradient allreduced in place (kolo fuses them), as at
         stage 0. Stage 2: the gradients packed into one buffer (the one fusion buffer of stage 2) and
         reduce-scattered, and the parameters' gradients freed."""
+        if self._training is None and not self._joined:
+            self._start_round()
         grads = []
         for p in b.params:
             if p.grad is not None and p.grad.is_sparse:
@@ -205,7 +226,7 @@ class _ZeroOptimizer:
             for p, g in zip(b.params, grads):
                 compressed, ctx = self._compression.compress(g)
                 reductions.append((p, mpi_ops.allreduce_async_(
-                    compressed, name="zero.grad." + self._names[p], op=self._op, prescale_factor=pre,
+                    compressed, name=self._prefix + "grad." + self._names[p], op=self._op, prescale_factor=pre,
                     postscale_factor=post, process_set=self._process_set), compressed, ctx))
             self._handles[b.index] = reductions
         else:
@@ -216,10 +237,10 @@ class _ZeroOptimizer:
             if compressed is flat:  # into this rank's shard of the gradients, kept from step to step
                 shard = b.grad_shard if b.grad_shard is not None else flat.new_empty(b.count)
                 b.grad_shard = shard
-                handle = _reducescatter_into_async(flat, shard, "zero.grad.%d" % b.index, self._op, self._process_set,
+                handle = _reducescatter_into_async(flat, shard, self._prefix + "grad.%d" % b.index, self._op, self._process_set,
                                                    pre, post)
             else:
-                handle = mpi_ops.reducescatter_async(compressed, name="zero.grad.%d" % b.index, op=self._op,
+                handle = mpi_ops.reducescatter_async(compressed, name=self._prefix + "grad.%d" % b.index, op=self._op,
                                                      process_set=self._process_set, prescale_factor=pre,
                                                      postscale_factor=post)
             for p in b.params:
@@ -268,6 +289,10 @@ class _ZeroOptimizer:
                 self._finish(index)
             except Exception as e:  # wait for every bucket before raising, so none is left in flight
                 error = error or e
+        try:
+            self._end_round()
+        except Exception as e:  # noqa: BLE001
+            error = error or e
         self._restart_accumulation()
         self._synchronized = error is None
         if error is not None:
@@ -277,6 +302,58 @@ class _ZeroOptimizer:
     def skip_synchronize(self):
         """For step() after an explicit synchronize() (to clip gradients in between, say)."""
         return skipping_synchronize(self)
+
+    # ---- join(): uneven inputs ---------------------------------------------------------------------
+
+    def _start_round(self):
+        """A round of reductions starts: this rank is one of those still training."""
+        if self._untold:  # the last round was not stepped (a scaler skipped it): the joined ranks go on
+            self._tell(_NO_STEP)
+        self._training = mpi_ops.allreduce_async(torch.ones(1, dtype=torch.int32), name=self._prefix + "training",
+                                                 op=mpi_ops.Sum, process_set=self._process_set)
+
+    def _end_round(self):
+        handle, self._training = self._training, None
+        if handle is not None:
+            still = int(mpi_ops.synchronize(handle)[0])
+            self._others_joined = still < mpi_ops._set_size(self._process_set)
+            self._untold = self._others_joined
+
+    def _tell(self, what, max_norm=0.0, norm_type=0.0):
+        """To the ranks that have joined: what this round does next (every rank still training tells the same)."""
+        self._untold = what == _CLIP
+        mpi_ops.allreduce(torch.tensor([what, max_norm, norm_type], dtype=torch.float64), name=self._prefix + "next",
+                          op=mpi_ops.Max, process_set=self._process_set)
+
+    def _join_steps(self):
+        """join() on this rank: until every rank has joined, a round of reductions with zero gradients for each
+        of the others', then what they do after it (clip, step, or neither), this rank stepping its shard."""
+        if self._untold:
+            self._tell(_NO_STEP)
+        self._joined = True
+        try:
+            while True:
+                still = mpi_ops.allreduce(torch.zeros(1, dtype=torch.int32), name=self._prefix + "training",
+                                          op=mpi_ops.Sum, process_set=self._process_set)
+                if int(still[0]) == 0:
+                    return
+                for p in self._bucket_of:
+                    p.grad = None  # _launch sends zeros
+                self.synchronize()
+                while True:
+                    what, max_norm, norm_type = mpi_ops.allreduce(
+                        torch.zeros(3, dtype=torch.float64), name=self._prefix + "next", op=mpi_ops.Max,
+                        process_set=self._process_set).tolist()
+                    if what == _CLIP:
+                        self.clip_grad_norm_(max_norm, norm_type)
+                        continue
+                    if what == _STEP:
+                        with self.skip_synchronize():
+                            self.step()
+                    break
+        finally:
+            self._joined = False
+            self._others_joined = False
 
     def _shard_grad(self, b):
         if self._stage == 2 and self._reducing:
@@ -298,6 +375,8 @@ class _ZeroOptimizer:
             raise RuntimeError("clip_grad_norm_: call optimizer.synchronize() first, then step() inside "
                                "optimizer.skip_synchronize()")
         norm_type = float(norm_type)
+        if self._others_joined and not self._joined:
+            self._tell(_CLIP, float(max_norm), norm_type)
         shards = {b.index: self._shard_grad(b).float() for b in self._buckets}
         if self._stage == 2:
             self._grad_shards = shards
@@ -309,7 +388,7 @@ class _ZeroOptimizer:
             op = mpi_ops.Sum
         total = local.reshape(1).double()
         if self._reducing:
-            total = mpi_ops.allreduce(total, name="zero.grad_norm", op=op, process_set=self._process_set)
+            total = mpi_ops.allreduce(total, name=self._prefix + "grad_norm", op=op, process_set=self._process_set)
         norm = total[0] if norm_type == float("inf") else total[0] ** (1.0 / norm_type)
         scale = max_norm / (float(norm) + 1e-6)
         if scale < 1:
@@ -332,6 +411,8 @@ class _ZeroOptimizer:
                 loss = closure()
         synchronize_for_step(self)
         self._check_groups_unchanged()
+        if self._others_joined and not self._joined:
+            self._tell(_STEP)
         with torch.no_grad():
             self._refresh_masters()
             for b in self._buckets:
@@ -371,7 +452,7 @@ class _ZeroOptimizer:
                 b.flat[b.start:b.start + b.count].copy_(master)
         if self._reducing:
             # Into the buckets' own buffers, each rank's shard already in its place there.
-            handles = [_allgather_into_async(b.flat[b.start:b.start + b.count], b.flat, "zero.param.%d" % b.index,
+            handles = [_allgather_into_async(b.flat[b.start:b.start + b.count], b.flat, self._prefix + "param.%d" % b.index,
                                              self._process_set) for b in self._buckets]
             for handle in handles:
                 mpi_ops.synchronize(handle)
