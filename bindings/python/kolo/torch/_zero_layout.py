@@ -29,6 +29,7 @@ class Bucket:
             total += p.numel()
         self.numel = total
         self.flat = None        # the parameters' buffer (zero_optimizer.py)
+        self.grad_flat = None   # stage 1: the gradients' buffer
         self.place(rank, size)
 
     def place(self, rank, size):

@@ -207,46 +207,52 @@ class _ZeroOptimizer:
         return hook
 
     def _launch(self, b):
-        """Starts the bucket's reduction. Stage 1: each gradient allreduced in place (kolo fuses them), as at
-        stage 0. Stage 2: the gradients packed into one buffer (the one fusion buffer of stage 2) and
-        reduce-scattered, and the parameters' gradients freed."""
+        """Starts the bucket's reduction, as one tensor. Stage 1: the gradients copied into the bucket's
+        gradient buffer (where they stay, as views, unless backward replaced them) and allreduced in place.
+        Stage 2: the gradients packed into one of the packing buffers and reduce-scattered into this rank's
+        shard, and the parameters' gradients freed."""
         if self._training is None and not self._joined:
             self._start_round()
-        grads = []
         for p in b.params:
             if p.grad is not None and p.grad.is_sparse:
                 raise ValueError("DistributedOptimizer(zero_stage=%d): parameter '%s' has a sparse gradient, which "
                                  "a sharded optimizer does not take (use zero_stage=0)" % (self._stage, self._names[p]))
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            grads.append(p.grad)
         pre, post = scaling.predivide(self._op, self._predivide)
+        name = self._prefix + "grad.%d" % b.index
         if self._stage == 1:
-            reductions = []
-            for p, g in zip(b.params, grads):
-                compressed, ctx = self._compression.compress(g)
-                reductions.append((p, mpi_ops.allreduce_async_(
-                    compressed, name=self._prefix + "grad." + self._names[p], op=self._op, prescale_factor=pre,
-                    postscale_factor=post, process_set=self._process_set), compressed, ctx))
-            self._handles[b.index] = reductions
+            flat = self._gradient_buffer(b)
+            for p, offset in zip(b.params, b.offsets):
+                into = flat[offset:offset + p.numel()]
+                if p.grad is None:
+                    into.zero_()
+                elif p.grad.data_ptr() != into.data_ptr():  # not accumulated into our view already
+                    into.copy_(p.grad.reshape(-1))
+            compressed, ctx = self._compression.compress(flat)
+            handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op, prescale_factor=pre,
+                                              postscale_factor=post, process_set=self._process_set)
         else:
             pack = self._pack_buffer(b)
             flat = pack[:b.numel]
-            torch.cat([g.reshape(-1) for g in grads], out=flat)
+            torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in b.params],
+                      out=flat)
             compressed, ctx = self._compression.compress(flat)
             if compressed is flat:  # into this rank's shard of the gradients, kept from step to step
                 shard = b.grad_shard if b.grad_shard is not None else flat.new_empty(b.count)
                 b.grad_shard = shard
-                handle = _reducescatter_into_async(flat, shard, self._prefix + "grad.%d" % b.index, self._op, self._process_set,
-                                                   pre, post)
+                handle = _reducescatter_into_async(flat, shard, name, self._op, self._process_set, pre, post)
             else:
-                handle = mpi_ops.reducescatter_async(compressed, name=self._prefix + "grad.%d" % b.index, op=self._op,
-                                                     process_set=self._process_set, prescale_factor=pre,
-                                                     postscale_factor=post)
+                handle = mpi_ops.reducescatter_async(compressed, name=name, op=self._op, process_set=self._process_set,
+                                                     prescale_factor=pre, postscale_factor=post)
             for p in b.params:
                 p.grad = None
-            self._handles[b.index] = [(None, handle, compressed, ctx)]
+        self._handles[b.index] = (handle, flat, compressed, ctx)
         self._waiting[b.index] = set()  # launched
+
+    def _gradient_buffer(self, b):
+        """Stage 1: the bucket's gradients, flat, kept from step to step; the parameters' .grad views of it."""
+        if b.grad_flat is None:
+            b.grad_flat = torch.empty_like(b.flat)
+        return b.grad_flat
 
     def _pack_buffer(self, b):
         dtype = b.flat.dtype
@@ -262,12 +268,16 @@ class _ZeroOptimizer:
     def _finish(self, index):
         """Waits for bucket `index`'s reduction and takes its result; its packing buffer is free again."""
         try:
-            for p, handle, compressed, ctx in self._handles.pop(index):
-                result = mpi_ops.synchronize(handle)
-                if p is None:
-                    self._grad_shards[index] = self._compression.decompress(result, ctx)
-                elif compressed is not p.grad:
-                    p.grad.copy_(self._compression.decompress(compressed, ctx))
+            handle, flat, compressed, ctx = self._handles.pop(index)
+            result = mpi_ops.synchronize(handle)
+            if self._stage == 2:
+                self._grad_shards[index] = self._compression.decompress(result, ctx)
+                return
+            if compressed is not flat:
+                flat.copy_(self._compression.decompress(compressed, ctx))
+            b = self._buckets[index]
+            for p, offset in zip(b.params, b.offsets):
+                p.grad = flat[offset:offset + p.numel()].view_as(p)
         finally:
             pack = self._pack_of.pop(index, None)
             if pack is not None:
@@ -360,6 +370,10 @@ class _ZeroOptimizer:
             if b.index not in self._grad_shards:
                 raise RuntimeError("step() inside skip_synchronize() without synchronize() first")
             return self._grad_shards.pop(b.index)
+        if self._stage == 1 and b.grad_flat is not None and all(
+                p.grad is not None and p.grad.data_ptr() == b.grad_flat[offset:].data_ptr()
+                for p, offset in zip(b.params, b.offsets)):
+            return b.grad_flat[b.start:b.start + b.count]  # the gradients are still views of it
         pieces = []
         for p, start, _, length in b.pieces():
             g = p.grad
@@ -392,9 +406,10 @@ class _ZeroOptimizer:
         norm = total[0] if norm_type == float("inf") else total[0] ** (1.0 / norm_type)
         scale = max_norm / (float(norm) + 1e-6)
         if scale < 1:
-            for s in shards.values():
-                s.mul_(scale)
-            if self._stage == 1 or not self._reducing:
+            if self._stage == 2 and self._reducing:
+                for s in shards.values():
+                    s.mul_(scale)
+            else:  # the shards are taken from the gradients again in step()
                 for b in self._buckets:
                     for p in b.params:
                         if p.grad is not None:
