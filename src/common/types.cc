@@ -1,4 +1,5 @@
 // The vocabulary's helpers (kolo/types.h, common/op_kind.h).
+#include "common/blocks.h"
 #include "common/op_kind.h"
 #include "kolo/types.h"
 
@@ -35,9 +36,7 @@ ReduceOp reduction_for(DataType dtype, ReduceOp op) {
   return op == ReduceOp::kMin || op == ReduceOp::kProduct ? ReduceOp::kMin : ReduceOp::kMax;
 }
 
-int64_t reducescatter_rows(int64_t total_rows, int rank, int size) {
-  return total_rows / size + (rank < total_rows % size ? 1 : 0);
-}
+int64_t reducescatter_rows(int64_t total_rows, int rank, int size) { return block_count(total_rows, size, rank); }
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {

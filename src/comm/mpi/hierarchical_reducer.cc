@@ -34,7 +34,7 @@ Status HierarchicalReducer::start(const void* send, void* recv, int count, MPI_D
   f.combine = combine_with(type, op);
   // Inside the host, in place: this rank's block is reduced over the host where it lies in `recv`, the
   // others are left to the allgather. Through the host's shared memory where it has it, else by kolo's
-  // ring (ring_allreduce.h); both cut the blocks alike (comm/blocks.h).
+  // ring (ring_allreduce.h); both cut the blocks alike (common/blocks.h).
   if (send != MPI_IN_PLACE) std::memcpy(recv, send, static_cast<size_t>(count) * static_cast<size_t>(elem));
   Status rs;
   if (ShmGroup* host = mpi_.host_shm()) {

@@ -2,7 +2,7 @@
 // every rank is on one host and each holds its block of the rows).
 #include "common/clock.h"
 #include "comm/mpi/mpi_collectives.h"
-#include "comm/blocks.h"
+#include "common/blocks.h"
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/shm_reducer.h"
 #include "cpu/host_memory.h"
@@ -10,7 +10,7 @@
 namespace kolo {
 namespace {
 
-// Whether every rank's rows are its block of the whole (comm/blocks.h), as a reducescatter leaves them
+// Whether every rank's rows are its block of the whole (common/blocks.h), as a reducescatter leaves them
 // (a sharded optimizer's parameters): the shared-memory group gathers those.
 bool rows_are_blocks(const std::vector<int64_t>& rows, int64_t total) {
   const int size = static_cast<int>(rows.size());

@@ -44,7 +44,7 @@ class MpiReducescatter : public Collective {
     const double t0 = steady_seconds();
     ShmGroup* shm = on_one_host_shm(mpi_, row_elems * static_cast<int64_t>(dtype_size(dtype)));
     if (shm != nullptr) {
-      // Rows as the group's elements: its blocks are reducescatter_rows' (comm/blocks.h).
+      // Rows as the group's elements: its blocks are reducescatter_rows' (common/blocks.h).
       const MpiReduceInto reduce(mpi_.datatype(dtype), mpi_.op(dtype, call.reduce_op));
       Status s = shm->reduce_scatter(static_cast<const char*>(send), static_cast<char*>(p.out), call.shape[0],
                                      static_cast<size_t>(row_elems) * dtype_size(dtype), reduce);

@@ -14,14 +14,14 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/blocks.h"
+#include "common/blocks.h"
 #include "comm/mpi/combine_bytes.h"
 #include "kolo/status.h"
 
 namespace kolo {
 
 // `data` is `count` elements of `elem_bytes`, the same count on every rank, cut into `size` blocks
-// as comm/blocks.h cuts it (block i is rank i's). Each uses `tag`
+// as common/blocks.h cuts it (block i is rank i's). Each uses `tag`
 // on `comm`, which nothing else may receive on meanwhile.
 
 // The scratch ring_reduce_scatter and ring_allreduce need: the largest block.

@@ -2,7 +2,7 @@
 // every rank runs in the same order. In each round a rank copies its input into its slot and raises a
 // flag; the others poll the flags (spinning briefly, then yielding, then napping, as kolo's MPI waits
 // do) instead of going through MPI, so a small allreduce costs a few cache-line transfers. Large
-// buffers go in rounds of a slot each, block by block (comm/blocks.h): each rank reduces its block's
+// buffers go in rounds of a slot each, block by block (common/blocks.h): each rank reduces its block's
 // piece of the round, in a fixed order, and the others copy it, so every rank gets the same bits and
 // each reads its input and writes its result about once, the slots staying in cache.
 //
@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/blocks.h"
+#include "common/blocks.h"
 #include "comm/shm/peer_liveness.h"
 #include "comm/shm/shared_segment.h"
 #include "comm/shm/shm_layout.h"
@@ -75,7 +75,7 @@ class ShmGroup {
   // `count` elements of `elem` bytes from `in` (may equal `out`), reduced over the host into `out`.
   Status allreduce(const char* in, char* out, int64_t count, size_t elem, const ReduceInto& reduce,
                    ShmPace pace = ShmPace::kTransfer);
-  // Afterwards block rank() of `data` (comm/blocks.h) holds the reduction over the host; the other
+  // Afterwards block rank() of `data` (common/blocks.h) holds the reduction over the host; the other
   // blocks are as they were.
   Status reduce_scatter(char* data, int64_t count, size_t elem, const ReduceInto& reduce) {
     return reduce_scatter(data, data + block_start(count, size(), rank_) * elem, count, elem, reduce);

@@ -7,12 +7,14 @@ reducescatter and allgather split rows (evenly, the lower ranks taking one more)
 bucket is what its reducescatter returns and what its allgather contributes, and a parameter may straddle
 two ranks' shards. Every rank's shards hold within one element per bucket of 1/N of the parameters.
 """
+from kolo._abi import _C
 
 
 def block(count, rank, size):
-    """(start, length) of rank's block of `count` elements split among `size` ranks."""
-    base, extra = divmod(count, size)
-    return rank * base + min(rank, extra), base + (1 if rank < extra else 0)
+    """(start, length) of rank's block of `count` elements split among `size` ranks: the engine's own cut
+    (reducescatter_rows), which its reducescatter and allgather of the shards follow."""
+    start = sum(_C.reducescatter_rows(count, r, size) for r in range(rank))
+    return start, _C.reducescatter_rows(count, rank, size)
 
 
 class Bucket:

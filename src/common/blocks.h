@@ -1,7 +1,8 @@
 // How a buffer of `count` elements is cut among `size` ranks, block i being rank i's: counts differ by
 // at most one element, the larger first, so any count works (blocks may be empty). kolo's ring
-// (comm/mpi/ring_allreduce.h) and its shared-memory collectives (comm/shm/) cut alike, so that the
-// hierarchical allreduce's stages inside a host and across hosts agree on whose block is whose.
+// (comm/mpi/ring_allreduce.h), its shared-memory collectives (comm/shm/) and reducescatter's rows
+// (reducescatter_rows) all cut so: the hierarchical allreduce's stages inside a host and across hosts
+// agree on whose block is whose, and a reducescatter may go through shared memory.
 #pragma once
 
 #include <cstdint>
