@@ -89,7 +89,7 @@ def held(variant, model, optimizer):
     grads = sum(p.grad.numel() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
     if variant == "kolo2":
         grads += sum(g.numel() * g.element_size() for g in optimizer._grad_shards.values())
-        grads += sum(p.numel() * p.element_size() for packs in optimizer._free_packs.values() for p in packs)
+        grads += sum(p.numel() * p.element_size() for p in optimizer._packs.values())
     return state, grads
 
 
@@ -132,7 +132,7 @@ def main():
             print("optimizer state per rank: %s MB = %s of the whole (Adam's: 2 x the parameters)" % (
                 " ".join("%.1f" % (s / mb) for s in states),
                 " ".join("%.4f" % (s / (2 * whole)) for s in states)))
-            print("gradients held per rank after backward (stage 2: its shards and its two packing buffers): "
+            print("gradients held per rank after backward (stage 2: its shards and its packing buffer): "
                   "%s MB = %s of the parameters" % (
                 " ".join("%.1f" % (g / mb) for g in grads_all), " ".join("%.4f" % (g / whole) for g in grads_all)))
         return

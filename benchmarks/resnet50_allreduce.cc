@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   auto one_memcpy = [&] {
     if (rank == 0) std::memcpy(copy_to.data(), set.flat.data(), total * sizeof(float));
   };
+  // Every rank at once, each on its own core: what the ranks' own traffic costs when they share the
+  // host's memory, as an allreduce's ranks do.
+  auto every_rank_memcpy = [&] { std::memcpy(copy_to.data(), set.flat.data(), total * sizeof(float)); };
   auto mpi_per_tensor = [&] {
     for (bench::Tensor& t : set.tensors) {
       MPI_Allreduce(MPI_IN_PLACE, t.data.data(), static_cast<int>(t.data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
       {"kolo, cache off", {{"KOLO_CACHE_CAPACITY", "0"}}, kolo_step, true},
       {"kolo, shared memory off", {{"KOLO_SHARED_MEMORY", "0"}}, kolo_step, true},
       {"one memcpy of all bytes, one core", {}, one_memcpy, false},
+      {"one memcpy on every rank at once", {}, every_rank_memcpy, false},
       {"MPI_Allreduce in 4 MiB pieces", {}, mpi_pieces, false},
       {"MPI_Allreduce per tensor", {}, mpi_per_tensor, false},
   };
@@ -114,8 +118,10 @@ int main(int argc, char** argv) {
     }
     auto seconds_of = [&](const std::string& name) { return bench::median(samples[name]); };
     const double floor = seconds_of("one memcpy of all bytes, one core");
-    std::printf("# kolo (defaults) / one memcpy: %.2f; kolo, shared memory off / one memcpy: %.2f\n",
-                seconds_of("kolo (defaults)") / floor, seconds_of("kolo, shared memory off") / floor);
+    std::printf("# kolo (defaults) / one memcpy: %.2f; kolo, shared memory off / one memcpy: %.2f; kolo (defaults) / "
+                "one memcpy on every rank at once: %.2f\n",
+                seconds_of("kolo (defaults)") / floor, seconds_of("kolo, shared memory off") / floor,
+                seconds_of("kolo (defaults)") / seconds_of("one memcpy on every rank at once"));
     const double lk = bench::median(lat_kolo), lm = bench::median(lat_mpi);
     std::printf("# latency, one 4-byte allreduce: kolo %.1f us, MPI_Allreduce %.1f us, ratio %.2f\n", lk * 1e6, lm * 1e6,
                 lk / lm);

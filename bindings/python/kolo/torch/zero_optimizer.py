@@ -76,13 +76,13 @@ class _ZeroOptimizer:
         self._flatten()
         self._make_masters()
         self._inner = self._make_inner()
-        self._handles = {}   # bucket index -> [(parameter, or None for the bucket, handle, sent tensor, ctx)]
+        self._handles = {}   # bucket index -> (handle, its flat gradients, the tensor sent, compression's ctx)
         self._grad_shards = {}  # stage 2: bucket index -> this rank's reduced shard of its gradients
         self._restart_accumulation()
-        # Stage 2's packing buffers, reused step after step (a fresh one would cost its page faults each
-        # time): at most two per dtype, a third bucket waiting for the oldest one's reduce-scatter.
-        self._free_packs = {}   # dtype -> [buffers]
-        self._pack_of = {}      # bucket index -> the buffer it is sent from, in the order they were taken
+        # Stage 2's packing buffer: one per dtype, reused step after step (a fresh one would cost its page
+        # faults each time); a bucket waits for the reduce-scatter of the one packed before it.
+        self._packs = {}        # dtype -> the buffer
+        self._packed = {}       # dtype -> the bucket last packed into it
         self._most = {}         # dtype -> the largest bucket's elements
         for b in self._buckets:
             self._most[b.flat.dtype] = max(self._most.get(b.flat.dtype, 0), b.numel)
@@ -209,8 +209,8 @@ class _ZeroOptimizer:
     def _launch(self, b):
         """Starts the bucket's reduction, as one tensor. Stage 1: the gradients copied into the bucket's
         gradient buffer (where they stay, as views, unless backward replaced them) and allreduced in place.
-        Stage 2: the gradients packed into one of the packing buffers and reduce-scattered into this rank's
-        shard, and the parameters' gradients freed."""
+        Stage 2: the gradients packed into the packing buffer and reduce-scattered into this rank's shard,
+        and the parameters' gradients freed."""
         if self._training is None and not self._joined:
             self._start_round()
         for p in b.params:
@@ -256,32 +256,26 @@ class _ZeroOptimizer:
 
     def _pack_buffer(self, b):
         dtype = b.flat.dtype
-        free = self._free_packs.setdefault(dtype, [])
-        taken = [i for i, pack in self._pack_of.items() if pack.dtype == dtype]
-        if not free and len(taken) >= 2:
-            self._finish(taken[0])
-        if not free:
-            free.append(torch.empty(self._most[dtype], dtype=dtype, device=b.flat.device))
-        self._pack_of[b.index] = free.pop()
-        return self._pack_of[b.index]
+        before = self._packed.get(dtype)
+        if before in self._handles:
+            self._finish(before)
+        if dtype not in self._packs:
+            self._packs[dtype] = torch.empty(self._most[dtype], dtype=dtype, device=b.flat.device)
+        self._packed[dtype] = b.index
+        return self._packs[dtype]
 
     def _finish(self, index):
-        """Waits for bucket `index`'s reduction and takes its result; its packing buffer is free again."""
-        try:
-            handle, flat, compressed, ctx = self._handles.pop(index)
-            result = mpi_ops.synchronize(handle)
-            if self._stage == 2:
-                self._grad_shards[index] = self._compression.decompress(result, ctx)
-                return
-            if compressed is not flat:
-                flat.copy_(self._compression.decompress(compressed, ctx))
-            b = self._buckets[index]
-            for p, offset in zip(b.params, b.offsets):
-                p.grad = flat[offset:offset + p.numel()].view_as(p)
-        finally:
-            pack = self._pack_of.pop(index, None)
-            if pack is not None:
-                self._free_packs[pack.dtype].append(pack)
+        """Waits for bucket `index`'s reduction and takes its result (stage 2: its packing buffer is free again)."""
+        handle, flat, compressed, ctx = self._handles.pop(index)
+        result = mpi_ops.synchronize(handle)
+        if self._stage == 2:
+            self._grad_shards[index] = self._compression.decompress(result, ctx)
+            return
+        if compressed is not flat:
+            flat.copy_(self._compression.decompress(compressed, ctx))
+        b = self._buckets[index]
+        for p, offset in zip(b.params, b.offsets):
+            p.grad = flat[offset:offset + p.numel()].view_as(p)
 
     def synchronize(self):
         """Waits for every bucket's reduction (starting those backward did not complete, so that every
