@@ -41,12 +41,16 @@ def test_kolorun_in_place_starts_the_job_and_keeps_it_going(tmp_path):
     assert "restarting" not in text, text
 
 
-def test_failures_one_after_another_are_each_cut_out_in_place(tmp_path):
+# zero_stage 1 and 2: the optimizer's state sharded (SGD's momentum): each commit holds it whole, and each
+# recovery cuts it into the shards of 3 ranks, then of 2.
+@pytest.mark.parametrize("zero_stage", [0, 1, 2])
+def test_failures_one_after_another_are_each_cut_out_in_place(tmp_path, zero_stage):
     # 4 ranks: rank 3 dies before step 10 (back to the commit of step 8, on 3 ranks), then the new rank 2
     # before step 22 (back to step 20, on 2 ranks); the first two processes end the job.
     from test_elastic import assert_same_weights, reference
     job, log, out = start_kolorun_job(tmp_path, "0:3:10:die;0:2:22:die", "--min-np", "2", ranks=4,
-                                      hosts_after="localhost:3;localhost:2")
+                                      hosts_after="localhost:3;localhost:2",
+                                      program_args=["--zero-stage", str(zero_stage)])
     text = finish(job, log, timeout=180)
     assert job.returncode == 0, text
     started, ended = pids(text, "starts"), pids(text, "ends")
@@ -55,22 +59,6 @@ def test_failures_one_after_another_are_each_cut_out_in_place(tmp_path):
     weights, _ = reference([(8, 4), (20, 3), (None, 2)])
     assert_same_weights(out, weights)
     assert "restarting" not in text, text
-
-
-@pytest.mark.parametrize("stage", [1, 2])
-def test_a_sharded_optimizer_is_cut_anew_for_the_ranks_left(tmp_path, stage):
-    # As above, the optimizer's state sharded (SGD's momentum): each commit holds it whole, and each
-    # recovery cuts it into the shards of 3 ranks, then of 2, to the reference's weights.
-    from test_elastic import assert_same_weights, reference
-    job, log, out = start_kolorun_job(tmp_path, "0:3:10:die;0:2:22:die", "--min-np", "2", ranks=4,
-                                      hosts_after="localhost:3;localhost:2", program_args=["--zero-stage", str(stage)])
-    text = finish(job, log, timeout=180)
-    assert job.returncode == 0, text
-    started, ended = pids(text, "starts"), pids(text, "ends")
-    assert len(started) == 4 and sorted(ended.values()) == sorted([started[0], started[1]]), text
-    assert "attempt 0 starts at step 8 on 3 ranks" in text and "attempt 0 starts at step 20 on 2 ranks" in text, text
-    weights, _ = reference([(8, 4), (20, 3), (None, 2)])
-    assert_same_weights(out, weights)
 
 
 @pytest.mark.parametrize("when", ["die-in-recovery", "die-in-sync"])
