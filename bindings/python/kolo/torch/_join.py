@@ -24,7 +24,8 @@ def join(device=-1):
     rows), broadcasts and barriers. Returns the last rank to join. `device` is accepted for
     Horovod compatibility. With a sharded optimizer (DistributedOptimizer(zero_stage=1|2)), it
     first takes part in the others' steps, with zero gradients, stepping its own shard."""
-    gc.collect()  # a sharded optimizer dropped by the script is held by its hooks' cycle until collected
+    if sharded_optimizers:
+        gc.collect()  # a sharded optimizer dropped by the script is held by its hooks' cycle until collected
     reducing = [opt for opt in list(sharded_optimizers) if opt._reducing]
     if len(reducing) > 1:
         raise ValueError("join() with %d sharded optimizers (DistributedOptimizer(zero_stage=1|2)): a joined rank "
