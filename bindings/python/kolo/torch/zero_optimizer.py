@@ -22,8 +22,8 @@ from kolo.torch import functions, mpi_ops
 from kolo._policy import scaling
 from kolo.torch._parameters import (hyperparameters, parameter_names, register_accumulate_hooks,
                                      skipping_synchronize, synchronize_for_step)
-from kolo.torch import _join, _zero_checkpoint
-from kolo.torch._row_collectives import _allgather_into_async, _reducescatter_into_async
+from kolo.torch import _join, _zero_checkpoint, _zero_join, _zero_reduction
+from kolo.torch._row_collectives import _allgather_into_async
 from kolo.torch._zero_layout import make_buckets
 
 # Optimizers whose step updates each element from that element's gradient and state alone: a shard of
@@ -34,10 +34,6 @@ _ELEMENTWISE = tuple(getattr(torch.optim, n) for n in ("SGD", "Adam", "AdamW", "
 
 
 _instances = itertools.count()  # each sharded optimizer's ops carry its own prefix (a GAN has two)
-
-# What a rank still training does next, told to ranks that have joined (join()): they mirror it.
-_STEP, _CLIP, _NO_STEP = 1.0, 2.0, 3.0
-
 
 def check_elementwise(optimizer, stage):
     if not isinstance(optimizer, _ELEMENTWISE):
@@ -90,7 +86,7 @@ class _ZeroOptimizer:
         self._should_synchronize = True
         self._consolidated = None
         # join(): each round of reductions also counts the ranks still training; while some have joined,
-        # those still training tell them what comes next (_tell), and the joined ones mirror it.
+        # those still training tell them what comes next, and the joined ones mirror it (_zero_join.py).
         self._joined = False
         self._training = None        # the round's count, in flight
         self._others_joined = False  # as of the last round
@@ -155,11 +151,11 @@ class _ZeroOptimizer:
         left in the engine, and what they gave: the state is being restored to a commit."""
         for index in list(self._handles):
             try:
-                self._finish(index)
+                _zero_reduction.finish(self, index)
             except Exception:  # noqa: BLE001 - the failure is what is being recovered from
                 pass
         try:
-            self._end_round()
+            _zero_join.end_round(self)
         except Exception:  # noqa: BLE001
             pass
         self._untold = self._others_joined = False
@@ -203,79 +199,8 @@ class _ZeroOptimizer:
             if self._delay[p] == 0:
                 self._waiting[b.index].discard(p)
                 if not self._waiting[b.index]:
-                    self._launch(b)
+                    _zero_reduction.launch(self, b)
         return hook
-
-    def _launch(self, b):
-        """Starts the bucket's reduction, as one tensor. Stage 1: the gradients copied into the bucket's
-        gradient buffer (where they stay, as views, unless backward replaced them) and allreduced in place.
-        Stage 2: the gradients packed into the packing buffer and reduce-scattered into this rank's shard,
-        and the parameters' gradients freed."""
-        if self._training is None and not self._joined:
-            self._start_round()
-        for p in b.params:
-            if p.grad is not None and p.grad.is_sparse:
-                raise ValueError("DistributedOptimizer(zero_stage=%d): parameter '%s' has a sparse gradient, which "
-                                 "a sharded optimizer does not take (use zero_stage=0)" % (self._stage, self._names[p]))
-        pre, post = scaling.predivide(self._op, self._predivide)
-        name = self._prefix + "grad.%d" % b.index
-        if self._stage == 1:
-            flat = self._gradient_buffer(b)
-            for p, offset in zip(b.params, b.offsets):
-                into = flat[offset:offset + p.numel()]
-                if p.grad is None:
-                    into.zero_()
-                elif p.grad.data_ptr() != into.data_ptr():  # not accumulated into our view already
-                    into.copy_(p.grad.reshape(-1))
-            compressed, ctx = self._compression.compress(flat)
-            handle = mpi_ops.allreduce_async_(compressed, name=name, op=self._op, prescale_factor=pre,
-                                              postscale_factor=post, process_set=self._process_set)
-        else:
-            pack = self._pack_buffer(b)
-            flat = pack[:b.numel]
-            torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in b.params],
-                      out=flat)
-            compressed, ctx = self._compression.compress(flat)
-            if compressed is flat:  # into this rank's shard of the gradients, kept from step to step
-                shard = b.grad_shard if b.grad_shard is not None else flat.new_empty(b.count)
-                b.grad_shard = shard
-                handle = _reducescatter_into_async(flat, shard, name, self._op, self._process_set, pre, post)
-            else:
-                handle = mpi_ops.reducescatter_async(compressed, name=name, op=self._op, process_set=self._process_set,
-                                                     prescale_factor=pre, postscale_factor=post)
-            for p in b.params:
-                p.grad = None
-        self._handles[b.index] = (handle, flat, compressed, ctx)
-        self._waiting[b.index] = set()  # launched
-
-    def _gradient_buffer(self, b):
-        """Stage 1: the bucket's gradients, flat, kept from step to step; the parameters' .grad views of it."""
-        if b.grad_flat is None:
-            b.grad_flat = torch.empty_like(b.flat)
-        return b.grad_flat
-
-    def _pack_buffer(self, b):
-        dtype = b.flat.dtype
-        before = self._packed.get(dtype)
-        if before in self._handles:
-            self._finish(before)
-        if dtype not in self._packs:
-            self._packs[dtype] = torch.empty(self._most[dtype], dtype=dtype, device=b.flat.device)
-        self._packed[dtype] = b.index
-        return self._packs[dtype]
-
-    def _finish(self, index):
-        """Waits for bucket `index`'s reduction and takes its result (stage 2: its packing buffer is free again)."""
-        handle, flat, compressed, ctx = self._handles.pop(index)
-        result = mpi_ops.synchronize(handle)
-        if self._stage == 2:
-            self._grad_shards[index] = self._compression.decompress(result, ctx)
-            return
-        if compressed is not flat:
-            flat.copy_(self._compression.decompress(compressed, ctx))
-        b = self._buckets[index]
-        for p, offset in zip(b.params, b.offsets):
-            p.grad = flat[offset:offset + p.numel()].view_as(p)
 
     def synchronize(self):
         """Waits for every bucket's reduction (starting those backward did not complete, so that every
@@ -286,15 +211,15 @@ class _ZeroOptimizer:
             return
         for b in self._buckets:
             if self._waiting[b.index]:
-                self._launch(b)
+                _zero_reduction.launch(self, b)
         error = None
         for index in list(self._handles):
             try:
-                self._finish(index)
+                _zero_reduction.finish(self, index)
             except Exception as e:  # wait for every bucket before raising, so none is left in flight
                 error = error or e
         try:
-            self._end_round()
+            _zero_join.end_round(self)
         except Exception as e:  # noqa: BLE001
             error = error or e
         self._restart_accumulation()
@@ -307,57 +232,9 @@ class _ZeroOptimizer:
         """For step() after an explicit synchronize() (to clip gradients in between, say)."""
         return skipping_synchronize(self)
 
-    # ---- join(): uneven inputs ---------------------------------------------------------------------
-
-    def _start_round(self):
-        """A round of reductions starts: this rank is one of those still training."""
-        if self._untold:  # the last round was not stepped (a scaler skipped it): the joined ranks go on
-            self._tell(_NO_STEP)
-        self._training = mpi_ops.allreduce_async(torch.ones(1, dtype=torch.int32), name=self._prefix + "training",
-                                                 op=mpi_ops.Sum, process_set=self._process_set)
-
-    def _end_round(self):
-        handle, self._training = self._training, None
-        if handle is not None:
-            still = int(mpi_ops.synchronize(handle)[0])
-            self._others_joined = still < mpi_ops._set_size(self._process_set)
-            self._untold = self._others_joined
-
-    def _tell(self, what, max_norm=0.0, norm_type=0.0):
-        """To the ranks that have joined: what this round does next (every rank still training tells the same)."""
-        self._untold = what == _CLIP
-        mpi_ops.allreduce(torch.tensor([what, max_norm, norm_type], dtype=torch.float64), name=self._prefix + "next",
-                          op=mpi_ops.Max, process_set=self._process_set)
-
     def _join_steps(self):
-        """join() on this rank: until every rank has joined, a round of reductions with zero gradients for each
-        of the others', then what they do after it (clip, step, or neither), this rank stepping its shard."""
-        if self._untold:
-            self._tell(_NO_STEP)
-        self._joined = True
-        try:
-            while True:
-                still = mpi_ops.allreduce(torch.zeros(1, dtype=torch.int32), name=self._prefix + "training",
-                                          op=mpi_ops.Sum, process_set=self._process_set)
-                if int(still[0]) == 0:
-                    return
-                for p in self._bucket_of:
-                    p.grad = None  # _launch sends zeros
-                self.synchronize()
-                while True:
-                    what, max_norm, norm_type = mpi_ops.allreduce(
-                        torch.zeros(3, dtype=torch.float64), name=self._prefix + "next", op=mpi_ops.Max,
-                        process_set=self._process_set).tolist()
-                    if what == _CLIP:
-                        self.clip_grad_norm_(max_norm, norm_type)
-                        continue
-                    if what == _STEP:
-                        with self.skip_synchronize():
-                            self.step()
-                    break
-        finally:
-            self._joined = False
-            self._others_joined = False
+        """kolo.torch.join() on this rank (_zero_join.py)."""
+        _zero_join.join_steps(self)
 
     def _shard_grad(self, b):
         if self._stage == 2 and self._reducing:
@@ -384,7 +261,7 @@ class _ZeroOptimizer:
                                "optimizer.skip_synchronize()")
         norm_type = float(norm_type)
         if self._others_joined and not self._joined:
-            self._tell(_CLIP, float(max_norm), norm_type)
+            _zero_join.tell(self, _zero_join.CLIP, float(max_norm), norm_type)
         shards = {b.index: self._shard_grad(b).float() for b in self._buckets}
         if self._stage == 2:
             self._grad_shards = shards
@@ -421,7 +298,7 @@ class _ZeroOptimizer:
         synchronize_for_step(self)
         self._check_groups_unchanged()
         if self._others_joined and not self._joined:
-            self._tell(_STEP)
+            _zero_join.tell(self, _zero_join.STEP)
         with torch.no_grad():
             self._refresh_masters()
             for b in self._buckets:
