@@ -15,6 +15,7 @@ other than the step wrote into them.
 """
 
 import itertools
+import weakref
 
 import torch
 
@@ -178,6 +179,11 @@ class _ZeroOptimizer:
             return None  # more ranks than elements: nothing to step here
         return type(self).__mro__[1](groups)  # the user's optimizer class, over this rank's shards
 
+    def __del__(self):
+        for ref in getattr(self, "_hook_refs", ()):
+            if hasattr(ref, "remove"):  # torch 2's hook handles; torch 1's nodes drop theirs with the node
+                ref.remove()
+
     def add_param_group(self, param_group):
         if getattr(self, "_zero_wrapping", False):
             return super(self.__class__, self).add_param_group(param_group)
@@ -187,8 +193,14 @@ class _ZeroOptimizer:
     # ---- gradients ---------------------------------------------------------------------------------
 
     def _make_hook(self, p):
+        # The parameter holds its hook: a strong reference would keep a dropped optimizer alive as long as
+        # its model (torch 2 keeps the hook where the garbage collector does not look), and join() would
+        # count it.
+        me = weakref.ref(self)
+
         def hook(*_):
-            if not self._reducing:  # one rank left (elastic training in place): nothing to reduce
+            self = me()
+            if self is None or not self._reducing:  # gone; or one rank left (elastic in place): nothing to reduce
                 return
             b = self._bucket_of[p]
             if not self._waiting[b.index] and self._delay[p] <= 0:  # launched already
