@@ -51,7 +51,7 @@ std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& inpu
   q.shape = input.shape;
   e->input = input;
   e->output = output;
-  e->enqueued_at = steady_seconds();
+  if (call.engine->stamps_submissions()) e->enqueued_at = steady_seconds();
   return e;
 }
 

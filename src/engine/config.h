@@ -17,11 +17,11 @@ namespace kolo {
 
 struct Config {
   double cycle_time_ms = 1.0;
-  // A blocking call whose op is alone in flight runs the negotiation on the caller's thread
+  // A blocking call runs the negotiation of its op (alone in flight or beside others) on the caller's thread
   // (Engine::drive). Needs MPI_THREAD_MULTIPLE: the runtime turns it off without.
   bool caller_drives = true;
   // Allreduces of at most this many bytes ride on the negotiation's collective (engine/rider.h); 0: never.
-  int64_t small_op_bytes = 64;
+  int64_t small_op_bytes = 256;
   // With this many GPU groups still on kolo's stream, a cycle waits for one to end (0: never).
   int64_t device_groups_in_flight = 2;
   int64_t fusion_threshold_bytes = 64ll << 20;

@@ -22,6 +22,7 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
       registry_(std::move(registry)),
       timeline_(std::move(timeline)),
       mark_cycles_(config.timeline_mark_cycles),
+      stamps_(timeline_ != nullptr),
       handles_(handles),
       controller_(channel_.get(), config_),
       executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
@@ -130,6 +131,7 @@ Status Engine::start_timeline(const std::string& path, bool mark_cycles) {
 void Engine::stop_timeline() { hand_over_timeline(nullptr, false); }
 
 void Engine::hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles) {
+  if (timeline) stamps_ = true;
   std::unique_lock<std::mutex> lock(timeline_mu_);
   next_timeline_ = std::move(timeline);
   next_mark_cycles_ = mark_cycles;
@@ -302,7 +304,7 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
       return false;
     }
   }
-  if (result.ridden) executor_.finish_ridden(result.ridden_response, result.rider, topology_.size, steady_seconds());
+  if (result.ridden) executor_.finish_ridden(result.ridden_response, result.rider, topology_.size);
   if (!result.responses.empty()) {
     if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
     const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=
@@ -340,14 +342,19 @@ void Engine::apply_tuning() {
   if (topology_.rank == 0) KOLO_LOG(kDebug, "KOLO_AUTOTUNE: now " << next.describe());
 }
 
+bool Engine::awaits(int64_t handle) {
+  // Alone in flight: read without a lock. Else its handle says whether it has ended.
+  return queue_.only(handle) || (queue_.in_flight() > 1 && !handles_->poll(handle).has_value());
+}
+
 void Engine::drive(int64_t handle) {
   if (!config_.caller_drives) return;  // submit() woke the engine thread
   bool launched = false;
-  while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && queue_.only(handle)) {
+  while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
     // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
     // soon as the peer runs its cycle, and took the op up if it began after the push.
     std::unique_lock<std::mutex> lock(cycle_mu_);
-    if (ended_ || !queue_.only(handle) || handed_) break;
+    if (ended_ || !awaits(handle) || handed_) break;
     // Device work runs: the engine thread polls it between cycles.
     if (executor_.running() > 0) break;
     driving_ = true;

@@ -38,9 +38,9 @@ class Engine {
   Status submit(std::unique_ptr<TensorEntry> entry, bool caller_drives = false);
   // An entry to fill for submit(): a finished one reused, so that a small op allocates none. Any thread.
   std::unique_ptr<TensorEntry> new_entry() { return queue_.new_entry(); }
-  // On the caller's thread, for the op of `handle` it is about to wait for: while that op is the only
-  // one in flight here and no cycle is running, the caller runs the negotiation cycles itself until the
-  // op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
+  // On the caller's thread, for the op of `handle` it is about to wait for: while that op is in flight
+  // (alone, or beside others: ops this rank's peers have not reached yet, say) and no cycle is running,
+  // the caller runs the negotiation cycles itself until the op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
   // op's latency). Cycles are collective and ordered, so which thread of a rank runs one does not
   // matter to the others. The caller's waits must give up on a lost peer (a blocking MPI call with a
   // lost peer would keep it for ever): it negotiates, ends an op that rode on the negotiation, and runs
@@ -67,6 +67,9 @@ class Engine {
 
   const Topology& topology() const { return topology_; }
   const Config& config() const { return config_; }
+  // Whether ops are stamped as they are submitted (TensorEntry::enqueued_at): only once a timeline
+  // has been asked for, since a small op counts each clock read.
+  bool stamps_submissions() const { return stamps_.load(std::memory_order_relaxed); }
   // What this engine can run, for the checks at enqueue.
   const CollectiveRegistry& collectives() const { return *registry_; }
   // From any thread: writes a timeline to `path` from now on (replacing one being written), or
@@ -76,6 +79,8 @@ class Engine {
 
  private:
   void loop();
+  // Whether the op of `handle` is still in flight, for drive().
+  bool awaits(int64_t handle);
   // One negotiation cycle and what it agreed on, under cycle_mu_; false once the engine has ended
   // (a failed negotiation or a shutdown), its ops failed. `idle`: nothing agreed and nothing in flight.
   // `on_caller`: a driving caller's cycle, which hands what it agreed on to the engine thread (handed_);
@@ -115,6 +120,7 @@ class Engine {
   std::unique_ptr<CollectiveRegistry> registry_;
   std::unique_ptr<Timeline> timeline_;
   bool mark_cycles_ = false;
+  std::atomic<bool> stamps_{false};
   // A timeline handed over to the engine thread, and the handovers asked for and done; the condition
   // also tells stop() that the thread has ended or was abandoned.
   std::mutex timeline_mu_;

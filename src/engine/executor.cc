@@ -55,6 +55,9 @@ void Executor::finish(std::unique_ptr<TensorEntry> entry, const Status& status, 
 
 namespace {
 
+// An op submitted before the engine had a timeline was not stamped (TensorEntry::enqueued_at).
+double enqueued_or(const TensorEntry& e, double agreed_at) { return e.enqueued_at > 0 ? e.enqueued_at : agreed_at; }
+
 Piece piece_of(const TensorEntry& e) {
   Piece p;
   p.name = e.request.name;
@@ -128,7 +131,7 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
         if (r.ok()) KOLO_LOG(kError, "internal: response for '" << r.name << "', which this rank never submitted");
         continue;
       }
-      if (timeline_ != nullptr) timeline_->span(r.name, "NEGOTIATE", e->enqueued_at, agreed_at);
+      if (timeline_ != nullptr) timeline_->span(r.name, "NEGOTIATE", enqueued_or(*e, agreed_at), agreed_at);
       if (!r.ok()) {
         if (timeline_ != nullptr) timeline_->instant(r.name, "ERROR", agreed_at, "{\"message\":" + Timeline::json_string(r.error) + "}");
         finish(queue_->remove(r.name), Status(r.error_code, r.error), handles_, queue_);
@@ -159,14 +162,15 @@ void Executor::run(const std::vector<Response>& responses, double agreed_at, boo
   }
 }
 
-void Executor::finish_ridden(const Response& r, const std::string& rider, int size, double agreed_at) {
+void Executor::finish_ridden(const Response& r, const std::string& rider, int size) {
   uint32_t position = 0;
   const char* reduced = nullptr;
   if (!rider_result(rider, &position, &reduced)) return;  // never: the controller found it whole
   std::unique_ptr<TensorEntry> e = queue_->remove(r.name);
   if (!e) return;
   if (timeline_ != nullptr) {
-    timeline_->span(r.name, "NEGOTIATE", e->enqueued_at, agreed_at);
+    const double agreed_at = steady_seconds();  // read only for a timeline: a small op counts each read
+    timeline_->span(r.name, "NEGOTIATE", enqueued_or(*e, agreed_at), agreed_at);
     timeline_->instant(r.name, "REDUCED_WITH_NEGOTIATION", agreed_at);
   }
   scale_into(r.dtype, reduced, e->output.data, r.num_elements(), post_scaling(r.dtype, r.reduce_op, r.postscale, size));

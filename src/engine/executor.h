@@ -37,7 +37,7 @@ class Executor {
   bool runs_on_caller(const std::vector<Response>& responses) const;
   // Ends the op that rode on the cycle's collective (engine/rider.h): its reduction, in `rider`, scaled
   // into its output as the CPU path would, over `size` ranks.
-  void finish_ridden(const Response& response, const std::string& rider, int size, double agreed_at);
+  void finish_ridden(const Response& response, const std::string& rider, int size);
   // Ends every group whose work has ended since the last call. Never blocks.
   void poll();
   // Groups whose work is still running.

@@ -20,7 +20,7 @@ struct TensorEntry {
   std::vector<int64_t> splits;      // alltoall: rows sent to each rank
   OutputAllocator allocate;
   int64_t handle = 0;
-  double enqueued_at = 0.0;         // steady seconds
+  double enqueued_at = 0.0;         // steady seconds; 0 unless the engine stamps submissions (a timeline)
   // Device tensors: an event recorded on the input's stream at enqueue, on the caller's thread, so
   // that the collective starts after what the caller had queued to produce the input. Owned by
   // `ready_owner` (null for host tensors).

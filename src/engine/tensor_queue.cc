@@ -51,6 +51,7 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
       node.mapped() = std::move(entry);
       entries_.insert(std::move(node));
     }
+    recount();
   }
   if (wake) cv_.notify_one();
   return Status::OK();
@@ -93,14 +94,9 @@ void TensorQueue::wake() {
   cv_.notify_one();
 }
 
-size_t TensorQueue::in_flight() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
-}
-
-bool TensorQueue::only(int64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size() == 1 && entries_.begin()->second->handle == handle;
+void TensorQueue::recount() {
+  count_.store(entries_.size(), std::memory_order_release);
+  sole_.store(entries_.size() == 1 ? entries_.begin()->second->handle : 0, std::memory_order_release);
 }
 
 TensorEntry* TensorQueue::find(const std::string& name) {
@@ -117,6 +113,7 @@ std::unique_ptr<TensorEntry> TensorQueue::remove(const std::string& name) {
   std::unique_ptr<TensorEntry> e = std::move(node.mapped());
   if (spare_nodes_.size() < kMostSpares) spare_nodes_.push_back(std::move(node));
   if (e->request.kind == OpKind::kJoin) joining_ = false;
+  recount();
   return e;
 }
 
@@ -127,6 +124,7 @@ std::vector<std::unique_ptr<TensorEntry>> TensorQueue::close(const std::string& 
   std::vector<std::unique_ptr<TensorEntry>> out;
   for (auto& kv : entries_) out.push_back(std::move(kv.second));
   entries_.clear();
+  recount();
   fresh_count_ = 0;
   return out;
 }

@@ -4,6 +4,7 @@
 // and the new requests are kept and reused (a small op's latency counted each allocation).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -36,10 +37,10 @@ class TensorQueue {
   // cycle being due, so that it polls the work's completions.
   void device_done();
 
-  // Ops pushed and not yet removed.
-  size_t in_flight();
-  // Whether the op of `handle` is the only one in flight.
-  bool only(int64_t handle);
+  // Ops pushed and not yet removed. Lock-free (a driving caller asks after every cycle).
+  size_t in_flight() const { return count_.load(std::memory_order_acquire); }
+  // Whether the op of `handle` is the only one in flight. Lock-free.
+  bool only(int64_t handle) const { return handle != 0 && sole_.load(std::memory_order_acquire) == handle; }
   // Valid until remove(name): only the thread running the engine's cycle removes.
   TensorEntry* find(const std::string& name);
   std::unique_ptr<TensorEntry> remove(const std::string& name);
@@ -51,6 +52,8 @@ class TensorQueue {
   // Spares kept at most, of entries and of nodes each: past a burst (a model's gradients), the rest
   // are freed.
   static constexpr size_t kMostSpares = 64;
+  // Under mu_, after entries_ changed: what in_flight() and only() read.
+  void recount();
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -65,6 +68,8 @@ class TensorQueue {
   bool joining_ = false;  // a join is in flight: nothing more until it completes
   bool closed_ = false;
   std::string closed_reason_;
+  std::atomic<size_t> count_{0};
+  std::atomic<int64_t> sole_{0};  // the handle of the one op in flight; 0 when there are none or several
 };
 
 }  // namespace kolo

@@ -1,8 +1,7 @@
-// Small ops. KOLO_CALLER_DRIVES: a blocking call whose op is alone in flight runs its cycle on the
-// caller's thread, with the op (its callback runs there) where it rides on the negotiation or its
-// collective gives up on a lost peer (a flat allreduce of at most 64 KiB, nonblocking there); a larger
-// one, an async call, a blocking one beside another op in flight, or the setting off leave it to kolo's
-// thread. Through the host's shared memory (every rank on one host) every size gives up, and runs on the
+// Small ops. KOLO_CALLER_DRIVES: a blocking call runs its op's cycles on the caller's thread (alone in
+// flight or beside other ops), with the op (its callback runs there) where it rides on the negotiation
+// or its collective gives up on a lost peer (a flat allreduce of at most 64 KiB, nonblocking there); a
+// larger one, an async call, or the setting off leave it to kolo's thread. Through the host's shared memory (every rank on one host) every size gives up, and runs on the
 // caller. KOLO_SMALL_OP_BYTES: a recurring small allreduce rides on the negotiation, with the CPU
 // path's arithmetic. Each result exact.
 #include <gtest/gtest.h>
@@ -63,20 +62,46 @@ TEST(CallerDrives, ThroughSharedMemoryEverySizeRunsOnTheCallersThread) {
   }
 }
 
-TEST(CallerDrives, BesideAnotherOpInFlightKolosThreadRunsIt) {
+TEST(CallerDrives, BesideAnotherOpInFlightTheCallerStillRunsIt) {
   if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
-  // Rank 0's other op stays in flight until the others submit it, after the blocking call.
-  Buffer other(DataType::kFloat32, {1});
-  Handle pending;
-  if (rank() == 0) pending = allreduce_async("drives.other", other.view(), other.view());
-  const std::thread::id ran_on = reduce_on("drives.beside", true);
-  if (rank() != 0) pending = allreduce_async("drives.other", other.view(), other.view());
-  EXPECT_TRUE(wait(pending).ok());
-  if (rank() == 0) {
-    EXPECT_NE(ran_on, std::this_thread::get_id());
-  } else {
-    EXPECT_EQ(ran_on, std::this_thread::get_id());
+  // Rank 0's other op stays in flight until the others submit it, after the blocking call: rank 0's
+  // caller runs the cycles meanwhile, and leaves the other op to kolo's thread.
+  for (int i = 0; i < 5; ++i) {
+    Buffer other(DataType::kFloat32, {1});
+    other.set(0, rank() + 1.0);
+    Handle pending;
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    if (rank() == 0) pending = allreduce_async("drives.other", other.view(), other.view(), sum);
+    EXPECT_EQ(reduce_on("drives.beside", true), std::this_thread::get_id());
+    if (rank() != 0) pending = allreduce_async("drives.other", other.view(), other.view(), sum);
+    EXPECT_TRUE(wait(pending).ok());
+    EXPECT_EQ(other.get(0), size() * (size() + 1) / 2.0);
+  }
+}
+
+TEST(CallerDrives, OpsInFlightOnEveryRankEndBesideTheDrivenOne) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  // Async ops every rank has submitted, the last of them larger than a rider: the caller's cycles may
+  // run them with its own (fused), or kolo's thread does; each exact either way.
+  for (int i = 0; i < 5; ++i) {
+    std::vector<Buffer> others;
+    std::vector<Handle> pending;
+    for (int64_t elements : {1, 7, 5000}) {
+      others.emplace_back(DataType::kFloat32, std::vector<int64_t>{elements});
+      for (size_t j = 0; j < others.back().size(); ++j) others.back().set(j, rank() + 1.0);
+    }
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (size_t k = 0; k < others.size(); ++k) {
+      pending.push_back(allreduce_async("drives.many." + std::to_string(k), others[k].view(), others[k].view(), sum));
+    }
+    EXPECT_EQ(reduce_on("drives.among", true), std::this_thread::get_id());
+    for (size_t k = 0; k < others.size(); ++k) {
+      EXPECT_TRUE(wait(pending[k]).ok());
+      for (size_t j = 0; j < others[k].size(); ++j) EXPECT_EQ(others[k].get(j), size() * (size() + 1) / 2.0);
+    }
   }
 }
 
