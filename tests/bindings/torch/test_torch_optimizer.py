@@ -142,3 +142,31 @@ def test_optimizer_is_still_the_users_class():
     with pytest.raises(ValueError, match="duplicate names"):
         kolo.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                   named_parameters=[("w", p) for p in model.parameters()])
+
+
+@pytest.mark.parametrize("zero_stage", [0, 1, 2])
+def test_a_dropped_optimizer_is_freed_and_its_hooks_leave_the_model(zero_stage, rank, size):
+    """The parameters hold the optimizer's hooks; the hooks must not keep a dropped optimizer alive as long
+    as its model (under torch 2 they did: it went on reducing gradients for nobody). Then a new optimizer
+    over the same model trains as the one process does."""
+    import gc
+    import weakref
+
+    model = make_model()
+    kwargs = {"zero_stage": zero_stage} if zero_stage else {}
+    dropped = kolo.DistributedOptimizer(OPTIMIZERS["sgd"](model.parameters()),
+                                        named_parameters=model.named_parameters(), **kwargs)
+    train(model, dropped, batches(2, 4 * size), 1, slice(rank * 4, rank * 4 + 4))
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()
+    assert gone() is None
+
+    reference = copy.deepcopy(model)
+    data = batches(4, 4 * size)
+    train(reference, OPTIMIZERS["sgd"](reference.parameters()), data, 1)
+    kept = kolo.DistributedOptimizer(OPTIMIZERS["sgd"](model.parameters()),
+                                     named_parameters=model.named_parameters(), **kwargs)
+    train(model, kept, data, 1, slice(rank * 4, rank * 4 + 4))
+    for mine, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)

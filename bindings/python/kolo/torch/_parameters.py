@@ -2,6 +2,7 @@
 runs once backward has accumulated a parameter's gradient, and how step() waits for the reductions."""
 import contextlib
 import warnings
+import weakref
 
 import torch
 
@@ -32,9 +33,21 @@ def hyperparameters(group):
     return {k: v for k, v in group.items() if k != "params"}
 
 
-def register_accumulate_hooks(params, make_hook):
-    """Calls make_hook(p)'s hook each time backward has accumulated p's gradient; what must be kept
-    alive for the hooks to stay."""
+def register_accumulate_hooks(owner, params, on_gradient):
+    """Calls on_gradient(owner, p) each time backward has accumulated p's gradient, for as long as
+    `owner` (an optimizer) lives; what must be kept alive for the hooks to stay (remove_accumulate_hooks
+    takes it). The parameters hold the hooks, and the hooks hold their optimizer weakly: a strong
+    reference would keep a dropped optimizer alive as long as its model (torch 2 keeps a parameter's hooks
+    where the garbage collector does not look), reducing gradients for nobody."""
+    me = weakref.ref(owner)
+
+    def make_hook(p):
+        def hook(*_):
+            alive = me()
+            if alive is not None:
+                on_gradient(alive, p)
+        return hook
+
     refs = []
     for p in params:
         if _HAS_POST_ACCUMULATE_HOOK:
@@ -44,6 +57,14 @@ def register_accumulate_hooks(params, make_hook):
             accumulator.register_hook(make_hook(p))
             refs.append(accumulator)  # the node must outlive this call
     return refs
+
+
+def remove_accumulate_hooks(refs):
+    """At an optimizer's end: its hooks leave the parameters (torch 2's handles; torch 1's nodes drop
+    theirs with the node)."""
+    for ref in refs:
+        if hasattr(ref, "remove"):
+            ref.remove()
 
 
 @contextlib.contextmanager

@@ -8,8 +8,8 @@ from kolo._abi import COMPRESSION_NONE
 from kolo._policy import grouping, scaling
 from kolo._policy.compression import engine_compression
 from kolo.torch.compression import Compression
-from kolo.torch._parameters import (parameter_names, register_accumulate_hooks, skipping_synchronize,
-                                     synchronize_for_step)
+from kolo.torch._parameters import (parameter_names, register_accumulate_hooks, remove_accumulate_hooks,
+                                     skipping_synchronize, synchronize_for_step)
 from kolo.torch.zero_optimizer import _ZeroOptimizer, check_elementwise
 
 # What each bucket of a sharded optimizer carries (its gradients' reduction, its parameters' allgather).
@@ -53,19 +53,20 @@ class _DistributedOptimizer:
             self._register_hooks()
 
     def _register_hooks(self):
-        self._hook_refs += register_accumulate_hooks(self._requires_update, self._make_hook)
+        self._hook_refs += register_accumulate_hooks(self, self._requires_update, _DistributedOptimizer._on_gradient)
 
-    def _make_hook(self, p):
-        def hook(*_):
-            if p in self._handles and self._handles[p][0] is not None and self._delay[p] <= 0:
-                raise AssertionError(
-                    "Gradients were computed more than backward_passes_per_step times before step() or "
-                    "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
-            self._delay[p] -= 1
-            self._handles[p] = (None, None, None)
-            if self._delay[p] == 0:
-                self._start(p)
-        return hook
+    def __del__(self):
+        remove_accumulate_hooks(getattr(self, "_hook_refs", ()))
+
+    def _on_gradient(self, p):
+        if p in self._handles and self._handles[p][0] is not None and self._delay[p] <= 0:
+            raise AssertionError(
+                "Gradients were computed more than backward_passes_per_step times before step() or "
+                "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
+        self._delay[p] -= 1
+        self._handles[p] = (None, None, None)
+        if self._delay[p] == 0:
+            self._start(p)
 
     def _start(self, p):
         """Starts p's allreduce, or with groups, its group's once every member's gradient is in."""

@@ -15,14 +15,13 @@ other than the step wrote into them.
 """
 
 import itertools
-import weakref
 
 import torch
 
 from kolo.torch import functions, mpi_ops
 from kolo._policy import scaling
 from kolo.torch._parameters import (hyperparameters, parameter_names, register_accumulate_hooks,
-                                     skipping_synchronize, synchronize_for_step)
+                                     remove_accumulate_hooks, skipping_synchronize, synchronize_for_step)
 from kolo.torch import _join, _zero_checkpoint, _zero_join, _zero_reduction
 from kolo.torch._row_collectives import _allgather_into_async
 from kolo.torch._zero_layout import make_buckets
@@ -92,7 +91,7 @@ class _ZeroOptimizer:
         self._training = None        # the round's count, in flight
         self._others_joined = False  # as of the last round
         self._untold = False         # a round reduced, what followed it not yet told
-        self._hook_refs = register_accumulate_hooks(list(self._bucket_of), self._make_hook)
+        self._hook_refs = register_accumulate_hooks(self, list(self._bucket_of), _ZeroOptimizer._on_gradient)
         _join.sharded_optimizers.add(self)
 
     # ---- layout ------------------------------------------------------------------------------------
@@ -180,9 +179,7 @@ class _ZeroOptimizer:
         return type(self).__mro__[1](groups)  # the user's optimizer class, over this rank's shards
 
     def __del__(self):
-        for ref in getattr(self, "_hook_refs", ()):
-            if hasattr(ref, "remove"):  # torch 2's hook handles; torch 1's nodes drop theirs with the node
-                ref.remove()
+        remove_accumulate_hooks(getattr(self, "_hook_refs", ()))
 
     def add_param_group(self, param_group):
         if getattr(self, "_zero_wrapping", False):
@@ -192,27 +189,19 @@ class _ZeroOptimizer:
 
     # ---- gradients ---------------------------------------------------------------------------------
 
-    def _make_hook(self, p):
-        # The parameter holds its hook: a strong reference would keep a dropped optimizer alive as long as
-        # its model (torch 2 keeps the hook where the garbage collector does not look), and join() would
-        # count it.
-        me = weakref.ref(self)
-
-        def hook(*_):
-            self = me()
-            if self is None or not self._reducing:  # gone; or one rank left (elastic in place): nothing to reduce
-                return
-            b = self._bucket_of[p]
-            if not self._waiting[b.index] and self._delay[p] <= 0:  # launched already
-                raise AssertionError(
-                    "Gradients were computed more than backward_passes_per_step times before step() or "
-                    "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
-            self._delay[p] -= 1
-            if self._delay[p] == 0:
-                self._waiting[b.index].discard(p)
-                if not self._waiting[b.index]:
-                    _zero_reduction.launch(self, b)
-        return hook
+    def _on_gradient(self, p):
+        if not self._reducing:  # one rank left (elastic in place): nothing to reduce
+            return
+        b = self._bucket_of[p]
+        if not self._waiting[b.index] and self._delay[p] <= 0:  # launched already
+            raise AssertionError(
+                "Gradients were computed more than backward_passes_per_step times before step() or "
+                "synchronize(). Raise backward_passes_per_step to accumulate gradients locally.")
+        self._delay[p] -= 1
+        if self._delay[p] == 0:
+            self._waiting[b.index].discard(p)
+            if not self._waiting[b.index]:
+                _zero_reduction.launch(self, b)
 
     def synchronize(self):
         """Waits for every bucket's reduction (starting those backward did not complete, so that every
