@@ -224,12 +224,15 @@ class Chaos:
         crash in its output, nothing left behind, and the reference's weights for the job's schedule."""
         from test_elastic import assert_same_weights, reference
         print(self.report())
+        # Each message's first line says what failed (a soak prints only that line); the output follows.
         assert self.error is None, self.error + "\n" + text
-        assert returncode == 0, text
+        assert returncode == 0, "the job ended with status %s\n%s" % (returncode, text)
         # A fault struck in the job's last steps may meet no more training: the job's status and weights
         # say whether it was survived.
-        assert len(self.faults) == self.count, self.report() + "\n" + text
-        assert all(f.recovered_at is not None or f.ended_first for f in self.faults), self.report() + "\n" + text
+        assert len(self.faults) == self.count, "%d faults struck of %d\n%s\n%s" % (
+            len(self.faults), self.count, self.report(), text)
+        unrecovered = [f.describe() for f in self.faults if f.recovered_at is None and not f.ended_first]
+        assert not unrecovered, "no training again after: %s\n%s\n%s" % ("; ".join(unrecovered), self.report(), text)
         crash = CRASH.search(text)
         assert crash is None, "%r in:\n%s" % (crash.group(0), text)
         assert self.left_behind == [], "left behind: %s\n%s" % (self.left_behind, text)
