@@ -58,9 +58,15 @@ def main():
     args = parser.parse_args()
     kinds = tuple(args.kinds.split(","))
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    # Each fault takes a rank (two for a double), the death inside a commit one more, and one rank must be
+    # left to train: with fewer, the last faults find no victim and the job fails its count of faults.
+    needed = args.faults * (2 if "double" in kinds else 1) + 2
+    if args.mode == "in-place" and args.ranks and not args.hosts and args.ranks < needed:
+        parser.error("--ranks %d: %d faults of kinds %s and a death inside a commit need at least %d ranks"
+                     % (args.ranks, args.faults, ",".join(kinds), needed))
     if args.mode == "in-place":
         from test_chaos import soak_in_place as soak
-        ranks = args.ranks or 2 * args.faults + 2
+        ranks = args.ranks or needed
         epochs = args.epochs or 6 + 3 * args.faults
         options = dict(ranks=ranks, step_seconds=0.03)
         if args.hosts:
