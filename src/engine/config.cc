@@ -28,12 +28,12 @@ const std::vector<SettingInfo>& known_settings() {
        "Time between negotiation cycles while this rank has ops in flight; an op enqueued on an idle "
        "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
       {"KOLO_CALLER_DRIVES", "1",
-       "A blocking call (allreduce, not allreduce_async) whose op is the only one in flight on its rank runs "
-       "the negotiation, and the op where it rides on it (KOLO_SMALL_OP_BYTES), is a flat CPU allreduce of at "
+       "A blocking call (allreduce, not allreduce_async) runs the negotiation of its op (alone in flight or "
+       "beside other ops), and the op where it rides on it (KOLO_SMALL_OP_BYTES), is a flat CPU allreduce of at "
        "most 64 KiB, or is a GPU op whose communicators exist (launched on kolo's stream, its end polled for "
        "up to 10 ms), on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
        "op's latency); other ops run on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
-      {"KOLO_SMALL_OP_BYTES", "64",
+      {"KOLO_SMALL_OP_BYTES", "256",
        "A CPU allreduce of at most this many bytes (float32, float64, int32 or int64; not Adasum) whose name "
        "recurs rides on the negotiation's own collective when every rank has it ready: one collective "
        "instead of two. Every cycle's negotiation carries this many bytes more; 0 turns it off."},
