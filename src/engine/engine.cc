@@ -156,56 +156,6 @@ void Engine::switch_timeline() {
 }
 
 namespace {
-// Device work is polled in naps that start short and double, so a waiter hears of a collective that
-// took tens of microseconds within about as long, and one that takes milliseconds costs a few wakeups.
-constexpr double kFirstNap = 10e-6, kLongestNap = 250e-6;
-}  // namespace
-
-double Engine::poll_device_work(double nap) {
-  std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return nap;  // a caller's cycle polls meanwhile
-  const size_t before = executor_.running();
-  executor_.poll();
-  return executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
-}
-
-double Engine::device_wait(double nap, double until) const {
-  const double left = std::max(until - steady_seconds(), 0.0);
-  return executor_.signals_every_end() ? left : std::min(nap, left);
-}
-
-void Engine::wait_between_cycles(double seconds) {
-  // While device work runs, its completions are ended without a negotiation round each time: as its
-  // signal wakes the queue (a wake-up without a cycle due), or polled in naps where some work has none.
-  const double until = steady_seconds() + seconds;
-  double nap = kFirstNap;
-  while (steady_seconds() < until) {
-    const bool device = executor_.running_any_thread() > 0;
-    if (queue_.wait_for_work(device ? device_wait(nap, until) : until - steady_seconds())) return;
-    if (device) nap = poll_device_work(nap);
-  }
-}
-
-void Engine::hold_while_device_is_full() {
-  // GPU groups run one after another on kolo's stream. A cycle started while `full` of them are
-  // still there could only queue another behind them; waiting until one ends lets what becomes
-  // ready meanwhile fuse into one group instead of many small ones, each paying a collective's
-  // latency (milliseconds for NCCL over sockets). Cycles are collective, so every rank waits for
-  // the slowest and the groups agree. Bounded, so that CPU ops and stall checks wait little.
-  const size_t full = static_cast<size_t>(config_.device_groups_in_flight);
-  if (full == 0 || executor_.running_any_thread() < full) return;
-  constexpr double kMostSeconds = 0.05;
-  const double until = steady_seconds() + kMostSeconds;
-  double nap = kFirstNap;
-  uint64_t seen = work_signal_->fired();
-  while (executor_.running_any_thread() >= full && !stop_requested_ && steady_seconds() < until) {
-    // New ops do not end this wait (they are what it lets gather), so it waits on the signal itself.
-    seen = work_signal_->wait_past(seen, device_wait(nap, until));
-    nap = poll_device_work(nap);
-  }
-}
-
-namespace {
 // Set while this thread runs a cycle: an op's callback that makes a blocking call must not drive (the
 // cycle lock is this thread's already).
 thread_local bool t_in_cycle = false;
@@ -215,38 +165,6 @@ struct InCycle {
   ~InCycle() { t_in_cycle = false; }
 };
 }  // namespace
-
-void Engine::wait_for_launched_work(int64_t handle) {
-  // The caller's cycle launched its op's device work (kolo's stream; nothing waits on a peer): the
-  // caller, which would otherwise block in wait(), ends the work itself, instead of the engine thread's
-  // wake-up and a hand-off back. A small op's work ends within tens of microseconds, sooner than a
-  // sleeping thread is woken on a busy host: the caller polls, yielding, for kSpinSeconds, then sleeps
-  // until the work's signal (or keeps polling where the work has none). Bounded: work still running
-  // after kMostSeconds is the engine thread's, whose waits are the peer watch's.
-  constexpr double kSpinSeconds = 50e-6, kMostSeconds = 0.01;
-  const double start = steady_seconds(), until = start + kMostSeconds;
-  uint64_t seen = work_signal_->fired();
-  while (!ended_ && !abandoned_ && !stop_requested_ && !handles_->poll(handle).has_value()) {
-    bool polled = false;
-    {
-      std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
-      if (lock.owns_lock()) {
-        if (executor_.running() == 0) break;  // ended by the engine thread meanwhile
-        executor_.poll();
-        polled = true;
-      }
-    }
-    if (handles_->poll(handle).has_value()) break;  // this poll ended it
-    const double now = steady_seconds();
-    if (now >= until) break;
-    if (polled && now - start >= kSpinSeconds && executor_.signals_every_end()) {
-      // A fire after `seen` was read and before this wait ends it at once: no end is missed.
-      seen = work_signal_->wait_past(seen, until - now);
-    } else {
-      std::this_thread::yield();  // the engine thread holds the cycle, or the work has no signal
-    }
-  }
-}
 
 bool Engine::run_cycle(bool* idle, bool on_caller) {
   const InCycle in_cycle;
