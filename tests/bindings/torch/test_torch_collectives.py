@@ -332,3 +332,23 @@ def test_uint16_tensors_reduce_gather_and_broadcast_exactly(rank, size):
     gathered = kolo.allgather(t[:1], name="u16.gather")
     assert gathered.dtype == torch.uint16 and gathered.tolist() == [65535 - r for r in range(size)]
     assert kolo.broadcast(t, root_rank=size - 1, name="u16.bcast").tolist() == [65536 - size, size - 1, 40000]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16, torch.uint8])
+@pytest.mark.parametrize("shape", [(), (1,), (3, 5)])
+def test_allreduce_in_place_of_a_cpu_tensor_is_exact(dtype, shape, rank, size):
+    # allreduce_ of a contiguous CPU tensor is one call into kolo with no descriptors; a parameter (a
+    # subclass) and a strided view go the general way. Every way gives the same exact sums.
+    count = max(1, int(torch.tensor(shape).prod().item()) if shape else 1)
+    base = (torch.arange(count) % 5 + rank + 1).reshape(shape).to(dtype)
+    expected = sum((torch.arange(count) % 5 + r + 1) for r in range(size)).reshape(shape).to(dtype)
+    plain = base.clone()
+    assert kolo.allreduce_(plain, op=kolo.Sum, name="in_place.%s.%s" % (dtype, shape)) is plain
+    assert torch.equal(plain, expected)
+    parameter = torch.nn.Parameter(base.clone(), requires_grad=False)
+    kolo.allreduce_(parameter, op=kolo.Sum, name="in_place.param.%s.%s" % (dtype, shape))
+    assert torch.equal(parameter.data, expected)
+    if dtype.is_floating_point:
+        averaged = base.clone()
+        kolo.allreduce_(averaged, name="in_place.avg.%s.%s" % (dtype, shape), prescale_factor=2.0)
+        torch.testing.assert_close(averaged, (expected.double() * 2 / size).to(dtype), rtol=1e-3, atol=1e-3)

@@ -54,6 +54,13 @@ def test_a_name_in_flight_raises_at_submit(rank, size):
             kolo.allreduce_async(torch.ones(2), op=kolo.Sum, name="twice")
         assert str(e.value) == ("tensor 'twice' is already in flight on rank 0: wait for it before submitting the "
                                 "name again")
+        # A blocking allreduce_ of a CPU tensor (one call, no descriptors) raises the same, and keeps the tensor.
+        kept = torch.full((2,), 7.0)
+        with pytest.raises(kolo.KoloValueError) as e:
+            kolo.allreduce_(kept, op=kolo.Sum, name="twice")
+        assert str(e.value) == ("tensor 'twice' is already in flight on rank 0: wait for it before submitting the "
+                                "name again")
+        assert kept.tolist() == [7.0, 7.0]
     kolo.barrier()
     if rank != 0:
         handle = kolo.allreduce_async(torch.ones(2), op=kolo.Sum, name="twice")

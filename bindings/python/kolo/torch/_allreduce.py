@@ -5,7 +5,7 @@ from kolo._abi import COMPRESSION_NONE, OK, _C
 from kolo._errors import error_for
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
-from kolo.torch._descriptors import _describe, _name
+from kolo.torch._descriptors import _DTYPES, _describe, _name
 from kolo.torch._handles import _add, _group_handle, _group_names, synchronize
 from kolo._policy.compression import engine_compression
 from kolo._policy.scaling import check_differentiable
@@ -98,8 +98,15 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Reduces `tensor` in place and returns it."""
-    return _allreduce_now(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
-                          COMPRESSION_NONE)
+    op = _op_of(op, average)
+    dtype = _DTYPES.get(tensor.dtype) if type(tensor) is torch.Tensor else None
+    if dtype is not None and not tensor.is_cuda and tensor.is_contiguous():
+        # A contiguous CPU tensor (a loss, a metric): one call with no descriptors, its error raised there.
+        _C.allreduce_cpu_in_place("" if name is None else str(name), tensor.data_ptr(), dtype, tuple(tensor.shape), op,
+                                  float(prescale_factor), float(postscale_factor),
+                                  _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
+        return tensor
+    return _allreduce_now(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, COMPRESSION_NONE)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
