@@ -20,6 +20,9 @@ if ! "$venv/bin/python" -c "import torch, numpy, pytest, pytest_timeout; assert 
 fi
 "$venv/bin/python" -c "import torch; print('torch', torch.__version__)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$build/python"
+# torch.compile's kernels are cached in this environment, not in /tmp/torchinductor_$USER: a kernel another
+# environment built there failed to load here ("undefined symbol: Sleef_expf16_u10").
+export TORCHINDUCTOR_CACHE_DIR="$venv/inductor-cache"
 KOLO_LOADING_PYTHON="$venv/bin/python" timeout 300 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/bindings/loading
 for np in 2 3; do
   timeout 600 mpirun -np $np --oversubscribe "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=180 tests/bindings/torch
