@@ -187,7 +187,12 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   switch_timeline();
   apply_tuning();
   CycleResult& result = cycle_result_;
-  const size_t submitted = queue_.take_new(&submitted_);
+  // A caller that pushed its op after the check above drives it: its cycle takes the op up, not this one.
+  const size_t submitted = on_caller ? queue_.take_new(&submitted_) : queue_.take_new_unless_driven(&submitted_, drivers_);
+  if (submitted == TensorQueue::kLeftToCaller) {
+    *idle = false;
+    return true;
+  }
   Status s = controller_.cycle(submitted_.data(), submitted, stop_requested_, &result,
                                [this](uint32_t position, const Response& r, std::string* rider) {
                                  TensorEntry* e = queue_.find(r.name);

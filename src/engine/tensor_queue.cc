@@ -57,8 +57,18 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
   return Status::OK();
 }
 
+size_t TensorQueue::take_new_unless_driven(std::vector<Request>* out, const std::atomic<int>& drivers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (unannounced_ > 0 && drivers.load() > 0) return kLeftToCaller;
+  return take_locked(out);
+}
+
 size_t TensorQueue::take_new(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mu_);
+  return take_locked(out);
+}
+
+size_t TensorQueue::take_locked(std::vector<Request>* out) {
   const size_t n = fresh_count_;
   if (out->size() < n) out->resize(n);
   for (size_t i = 0; i < n; ++i) std::swap((*out)[i], fresh_[i]);

@@ -29,6 +29,11 @@ class TensorQueue {
   // how many. The rest of *out is left as it is: both sides keep their requests' memory for the
   // next cycle.
   size_t take_new(std::vector<Request>* out);
+  // As take_new, for the engine thread while callers may drive: takes nothing and returns kLeftToCaller
+  // where a request was pushed without waking the engine while `*drivers` > 0 (read under the queue's
+  // lock: a caller counts itself before its push), so that the caller's own cycle takes its op up.
+  static constexpr size_t kLeftToCaller = static_cast<size_t>(-1);
+  size_t take_new_unless_driven(std::vector<Request>* out, const std::atomic<int>& drivers);
   // Waits until something is pushed (to be woken for), wake() is called, device work has ended
   // (device_done()), or `seconds` pass; true in the first two cases (a cycle is due).
   bool wait_for_work(double seconds);
@@ -54,6 +59,8 @@ class TensorQueue {
   static constexpr size_t kMostSpares = 64;
   // Under mu_, after entries_ changed: what in_flight() and only() read.
   void recount();
+  // Under mu_: take_new's work.
+  size_t take_locked(std::vector<Request>* out);
 
   std::mutex mu_;
   std::condition_variable cv_;
