@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,37 @@ TEST(TensorQueue, RejectsANameAlreadyInFlight) {
   EXPECT_EQ(q.take_new(&fresh), 0u);
   ASSERT_NE(q.remove("a"), nullptr);
   EXPECT_TRUE(q.push(entry("a")).ok());
+}
+
+TEST(TensorQueue, KolosThreadLeavesAQuietPushToTheCallerDrivingIt) {
+  TensorQueue q;
+  std::atomic<int> drivers{0};
+  std::vector<Request> fresh;
+  auto a = entry("a");
+  a->handle = 1;
+  ASSERT_TRUE(q.push(std::move(a)).ok());  // an async op: it wakes kolo's thread
+  drivers = 1;
+  auto b = entry("b");
+  b->handle = 2;
+  ASSERT_TRUE(q.push(std::move(b), /*wake=*/false).ok());  // a blocking one: its caller drives
+  EXPECT_EQ(q.in_flight(), 2u);
+  EXPECT_FALSE(q.only(2));
+  // While the caller drives, kolo's thread takes nothing: the caller's cycle takes both.
+  EXPECT_EQ(q.take_new_unless_driven(&fresh, drivers), TensorQueue::kLeftToCaller);
+  ASSERT_EQ(q.take_new(&fresh), 2u);
+  EXPECT_EQ(fresh[0].name, "a");
+  EXPECT_EQ(fresh[1].name, "b");
+  // A caller that has left (drivers back to 0) leaves its op to kolo's thread.
+  auto c = entry("c");
+  c->handle = 3;
+  ASSERT_TRUE(q.push(std::move(c), /*wake=*/false).ok());
+  drivers = 0;
+  ASSERT_EQ(q.take_new_unless_driven(&fresh, drivers), 1u);
+  EXPECT_EQ(fresh[0].name, "c");
+  ASSERT_NE(q.remove("a"), nullptr);
+  ASSERT_NE(q.remove("b"), nullptr);
+  EXPECT_TRUE(q.only(3));
+  EXPECT_EQ(q.in_flight(), 1u);
 }
 
 TEST(TensorQueue, CloseHandsBackEverythingAndRefusesMore) {
