@@ -176,7 +176,8 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     return true;
   }
   // A caller that submitted after the engine thread's check in loop() drives its op: the cycle is its
-  // (checked again here, under the cycle lock, so the engine thread rarely takes up a driven op).
+  // (checked again here, under the cycle lock, sparing this cycle's work; take_new_unless_driven below
+  // closes the window after this check).
   if (!on_caller && drivers_ > 0) {
     *idle = false;
     return true;
