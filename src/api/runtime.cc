@@ -84,9 +84,25 @@ Status Runtime::init(const Settings& overrides) {
   start.config = config;
   start.timeline_path = timeline_path_;
   start.carried = &carried_;  // after a recovery in place: the communicators shrunk from the last
+  // The watch starts before the engine's thread does: its collectives beside that thread's first cycles
+  // held every rank for up to 4 s on a loaded machine, heartbeats of ULFM's detector (4 s in place) went
+  // unsent, and it took a live rank for a failed one.
+  if (config.peer_timeout_seconds > 0 && size > 1) {
+    if (mpi_.thread_level == MPI_THREAD_MULTIPLE) {
+      s = faults_.start_watch(world_, config.peer_timeout_seconds);
+      if (!s.ok()) return s;
+    } else if (rank == 0) {
+      KOLO_LOG(kWarning, "no peer watch (KOLO_PEER_TIMEOUT_SECONDS): it needs MPI_THREAD_MULTIPLE, and MPI provides "
+                             << mpi_thread_level_name(mpi_.thread_level)
+                             << "; a frozen or unreachable process may leave the others waiting");
+    }
+  }
   std::shared_ptr<Instance> instance;
   s = start_instance(std::move(start), &instance);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    faults_.stop_watch();
+    return s;
+  }
   const Topology& topo = instance->mpi->topology();
   faults_.add_engine(instance->engine);
   ProcessSet job_set;
@@ -95,16 +111,6 @@ Status Runtime::init(const Settings& overrides) {
   job_set.instance = std::move(instance);
   sets_[0] = std::move(job_set);
   shut_down_ = false;
-  if (config.peer_timeout_seconds > 0 && topo.size > 1) {
-    if (mpi_.thread_level == MPI_THREAD_MULTIPLE) {
-      s = faults_.start_watch(world_, config.peer_timeout_seconds);
-      if (!s.ok()) return s;
-    } else if (topo.rank == 0) {
-      KOLO_LOG(kWarning, "no peer watch (KOLO_PEER_TIMEOUT_SECONDS): it needs MPI_THREAD_MULTIPLE, and MPI provides "
-                             << mpi_thread_level_name(mpi_.thread_level)
-                             << "; a frozen or unreachable process may leave the others waiting");
-    }
-  }
   if (!said_started_ && topo.rank == 0) {
     // The context's creation gathered every rank: kolorun bounds an elastic attempt's start by this line
     // (launcher/attempt_start.h).
