@@ -273,19 +273,21 @@ bool Engine::awaits(int64_t handle) {
 
 void Engine::drive(int64_t handle) {
   if (!config_.caller_drives) return;  // submit() woke the engine thread
-  bool launched = false;
+  bool launched = false, left_work = false;
   while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
     // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
     // soon as the peer runs its cycle, and took the op up if it began after the push.
     std::unique_lock<std::mutex> lock(cycle_mu_);
-    if (ended_ || !awaits(handle) || handed_) break;
+    left_work = handed_ != nullptr;
+    if (ended_ || !awaits(handle) || left_work) break;
     // Device work runs: the engine thread polls it between cycles.
     if (executor_.running() > 0) break;
     driving_ = true;
     bool idle = false;
     const bool going = run_cycle(&idle, true);
     driving_ = false;
-    if (!going || handed_) break;
+    left_work = handed_ != nullptr;
+    if (!going || left_work) break;
     // Nothing ran before this cycle: work running now is what it launched for the op.
     launched = executor_.running() > 0;
   }
@@ -294,7 +296,15 @@ void Engine::drive(int64_t handle) {
   // engine thread's.
   --drivers_;
   // (Handed responses' entries are still in the queue.)
-  if (ended_ || queue_.in_flight() > 0 || executor_.running_any_thread() > 0) queue_.wake();
+  if (ended_ || left_work || stop_requested_ || executor_.running_any_thread() > 0) {
+    queue_.wake();
+  } else if (queue_.in_flight() > 0) {
+    // Only ops waiting on peers: a cycle at once would hold the cycle lock in a round that the peers join
+    // only with their next op, while this caller's next blocking op comes within microseconds and waits for
+    // it. A cycle after the cycle time, unless a caller drives by then.
+    resume_later_ = true;
+    queue_.wake();
+  }
 }
 
 void Engine::loop() {
@@ -310,6 +320,10 @@ void Engine::loop() {
     // A caller runs cycles for its op (drive) and wakes this thread for what it leaves.
     if (drivers_ > 0) {
       wait = std::max(wait, 1e-3);  // not a spin, whatever KOLO_CYCLE_TIME_MS
+      continue;
+    }
+    if (resume_later_.exchange(false)) {
+      wait = cycle_seconds;
       continue;
     }
     hold_while_device_is_full();

@@ -153,6 +153,7 @@ class Engine {
   };
   std::unique_ptr<Handed> handed_;
   std::atomic<int> drivers_{0};     // callers between a quiet submit and the end of their drive()
+  std::atomic<bool> resume_later_{false};  // a drive() left ops waiting on peers: a cycle after the cycle time
   std::atomic<bool> ended_{false};  // a cycle ended the engine (run_cycle false): its thread stops
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
