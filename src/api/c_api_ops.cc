@@ -11,29 +11,65 @@
 
 namespace {
 
-// A C tensor as a view. Bad fields (negative ndim, NULL shape) become an invalid view that the
-// C++ validation rejects with the tensor's name.
+// A C tensor as a view, assigned into *v's memory. Bad fields (negative ndim, NULL shape) become an
+// invalid view that the C++ validation rejects with the tensor's name.
+void fill_view(const kolo_tensor* t, kolo::TensorView* v) {
+  v->shape.clear();
+  v->strides.clear();
+  v->device = kolo::Device();
+  if (t == nullptr) {
+    v->data = nullptr;
+    v->dtype = static_cast<kolo::DataType>(-1);
+    v->stream = nullptr;
+    return;
+  }
+  v->data = t->data;
+  v->dtype = static_cast<kolo::DataType>(t->dtype);
+  if (t->ndim > 0 && t->shape != nullptr) {
+    v->shape.assign(t->shape, t->shape + t->ndim);
+    if (t->strides != nullptr) v->strides.assign(t->strides, t->strides + t->ndim);
+  } else if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
+    v->shape.assign(1, -1);
+  }
+  v->device.type = static_cast<kolo::DeviceType>(t->device_type);
+  v->device.index = t->device_index;
+  v->stream = t->stream;
+}
+
 kolo::TensorView to_view(const kolo_tensor* t) {
   kolo::TensorView v;
-  if (t == nullptr) {
-    v.dtype = static_cast<kolo::DataType>(-1);
-    return v;
-  }
-  v.data = t->data;
-  v.dtype = static_cast<kolo::DataType>(t->dtype);
-  if (t->ndim > 0 && t->shape != nullptr) {
-    v.shape.assign(t->shape, t->shape + t->ndim);
-    if (t->strides != nullptr) v.strides.assign(t->strides, t->strides + t->ndim);
-  } else if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
-    v.shape = {-1};
-  }
-  v.device.type = static_cast<kolo::DeviceType>(t->device_type);
-  v.device.index = t->device_index;
-  v.stream = t->stream;
+  fill_view(t, &v);
   return v;
 }
 
 std::string name_of(const kolo_op_options& o) { return o.name == nullptr ? std::string() : std::string(o.name); }
+
+// A blocking call's name and views, in memory its thread keeps: a small op (a loss, a metric) allocates
+// none. A call made inside another's callback gets its own.
+struct BlockingArgs {
+  std::string name;
+  kolo::TensorView input, output;
+};
+
+class ThisThreadsArgs {
+ public:
+  ThisThreadsArgs() : args_(busy_ ? &nested_ : &kept_), owner_(!busy_) { busy_ = true; }
+  ~ThisThreadsArgs() {
+    if (owner_) busy_ = false;
+  }
+  ThisThreadsArgs(const ThisThreadsArgs&) = delete;
+  ThisThreadsArgs& operator=(const ThisThreadsArgs&) = delete;
+  BlockingArgs& operator*() const { return *args_; }
+
+ private:
+  static thread_local BlockingArgs kept_;
+  static thread_local bool busy_;
+  BlockingArgs nested_;
+  BlockingArgs* args_;
+  bool owner_;
+};
+thread_local BlockingArgs ThisThreadsArgs::kept_;
+thread_local bool ThisThreadsArgs::busy_ = false;
 
 kolo::DoneCallback to_callback(const kolo_op_options& o) {
   if (o.done == nullptr) return {};
@@ -148,6 +184,21 @@ void kolo_op_options_init(kolo_op_options* options) {
 
 int32_t kolo_allreduce(const kolo_tensor* input, const kolo_tensor* output, const kolo_op_options* options,
                        kolo_handle* handle) {
+  if (options != nullptr && options->struct_size >= offsetof(kolo_op_options, blocking) + sizeof(options->blocking) &&
+      options->blocking != 0) {
+    // The C++ blocking call: a small op may go the express way (Engine::express).
+    if (handle != nullptr) *handle = 0;
+    kolo_op_options o;
+    kolo::Status s = read_options("kolo_allreduce", options, &o);
+    if (!s.ok()) return kolo_c::report(s);
+    const ThisThreadsArgs scope;
+    BlockingArgs& a = *scope;
+    a.name.assign(o.name == nullptr ? "" : o.name);
+    fill_view(input, &a.input);
+    fill_view(output, &a.output);
+    s = kolo::allreduce(a.name, a.input, a.output, reduce_options(o, true));
+    return kolo_c::hand_over(s, kolo::Output(), o.output);
+  }
   return run("kolo_allreduce", options, handle, true, [&](const kolo_op_options& o) {
     return kolo::allreduce_async(name_of(o), to_view(input), to_view(output), reduce_options(o, true));
   });

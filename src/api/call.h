@@ -20,6 +20,7 @@ struct Call {
   std::vector<int> set_ranks;             // a process set's members by job rank; empty for the job
   int process_set = 0;
   CallSite site;
+  Request request;  // an express op's (Engine::express), described into memory kept from the last
 };
 
 // What kolo keeps per calling thread, in one thread-local.

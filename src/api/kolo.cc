@@ -39,16 +39,27 @@ Status blocking(FunctionRef<Handle()> start, Output* output = nullptr) {
   return start_op(start, true, &unused, output);
 }
 
+// The request of `call` on `input`: assignments into memory *q already has.
+void describe(const Call& call, const TensorView& input, Request* q) {
+  q->name = call.site.name;
+  q->rank = call.site.rank;
+  q->kind = call.site.kind;
+  q->dtype = input.dtype;
+  q->device = input.device.type;
+  q->shape = input.shape;
+}
+
+void describe_reduction(const ReduceOptions& o, Request* q) {
+  q->reduce_op = o.op;
+  q->prescale = o.prescale_factor;
+  q->postscale = o.postscale_factor;
+  q->compression = o.compression;
+}
+
 // Fills one of the engine's spare entries: assignments into memory it already has.
 std::unique_ptr<TensorEntry> make_entry(const Call& call, const TensorView& input, const TensorView& output) {
   std::unique_ptr<TensorEntry> e = call.engine->new_entry();
-  Request& q = e->request;
-  q.name = call.site.name;
-  q.rank = call.site.rank;
-  q.kind = call.site.kind;
-  q.dtype = input.dtype;
-  q.device = input.device.type;
-  q.shape = input.shape;
+  describe(call, input, &e->request);
   e->input = input;
   e->output = output;
   if (call.engine->stamps_submissions()) e->enqueued_at = steady_seconds();
@@ -84,11 +95,34 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
 
 Handle submit_reduction(const Call& call, const TensorView& input, const TensorView& output, const ReduceOptions& o) {
   auto e = make_entry(call, input, output);
-  e->request.reduce_op = o.op;
-  e->request.prescale = o.prescale_factor;
-  e->request.postscale = o.postscale_factor;
-  e->request.compression = o.compression;
+  describe_reduction(o, &e->request);
   return submit(call, std::move(e), o.on_done);
+}
+
+// A blocking allreduce: a small one of a CPU tensor through Engine::express where it takes it, else
+// as every blocking call.
+Status blocking_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                          const AllreduceOptions& o) {
+  if (input.device.type != DeviceType::kCPU) return blocking([&] { return allreduce_async(name, input, output, o); });
+  const CallScope scope;
+  Call& call = *scope;
+  Status s = begin(name, OpKind::kAllreduce, o.process_set, &call);
+  if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
+  if (!s.ok()) return s;  // as a blocking call's refusal: no handle, no callback
+  describe(call, input, &call.request);
+  describe_reduction(o, &call.request);
+  int64_t handle = 0;
+  switch (call.engine->express(call.request, input, output, o.on_done, &s, &handle)) {
+    case Engine::Express::kDone:
+      return s;
+    case Engine::Express::kQueued:
+      call.engine->drive(handle);
+      return Runtime::instance().handles().wait(handle, -1, nullptr);
+    case Engine::Express::kNotTaken:
+      break;
+  }
+  // By the name begin() gave it: an unnamed call is counted once.
+  return blocking([&] { return allreduce_async(call.site.name, input, output, o); });
 }
 
 }  // namespace
@@ -266,7 +300,7 @@ Status start_op(FunctionRef<Handle()> start, bool block, Handle* handle, Output*
 
 Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
                  const AllreduceOptions& options) {
-  return blocking([&] { return allreduce_async(name, input, output, options); });
+  return blocking_allreduce(name, input, output, options);
 }
 
 Status allgather(const std::string& name, const TensorView& input, Output* output, const SizedOutputOptions& options) {

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/ranks.h"
 #include "common/this_thread.h"
+#include "engine/in_cycle.h"
 #include "engine/rider.h"
 
 namespace kolo {
@@ -155,17 +156,6 @@ void Engine::switch_timeline() {
   timeline_cv_.notify_all();
 }
 
-namespace {
-// Set while this thread runs a cycle: an op's callback that makes a blocking call must not drive (the
-// cycle lock is this thread's already).
-thread_local bool t_in_cycle = false;
-
-struct InCycle {
-  InCycle() { t_in_cycle = true; }
-  ~InCycle() { t_in_cycle = false; }
-};
-}  // namespace
-
 bool Engine::run_cycle(bool* idle, bool on_caller) {
   const InCycle in_cycle;
   if (handed_) {
@@ -194,12 +184,18 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     *idle = false;
     return true;
   }
-  Status s = controller_.cycle(submitted_.data(), submitted, stop_requested_, &result,
-                               [this](uint32_t position, const Response& r, std::string* rider) {
-                                 TensorEntry* e = queue_.find(r.name);
-                                 if (e != nullptr) load_rider(position, r, *e, rider);
-                                 return e != nullptr;
-                               });
+  const Status s = controller_.cycle(submitted_.data(), submitted, stop_requested_, &result,
+                                     [this](uint32_t position, const Response& r, std::string* rider) {
+                                       TensorEntry* e = queue_.find(r.name);
+                                       if (e != nullptr) load_rider(position, r, *e, rider);
+                                       return e != nullptr;
+                                     });
+  return conclude_cycle(s, idle, on_caller);
+}
+
+bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_caller) {
+  CycleResult& result = cycle_result_;
+  Status s = cycle_status;
   if (!s.ok()) {
     // A lost peer survived in place (ULFM) was announced already: not an error of this rank's.
     if (s.code() == StatusCode::kPeersFailed) {
@@ -292,6 +288,10 @@ void Engine::drive(int64_t handle) {
     launched = executor_.running() > 0;
   }
   if (launched) wait_for_launched_work(handle);
+  hand_back(left_work);
+}
+
+void Engine::hand_back(bool left_work) {
   // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is the
   // engine thread's.
   --drivers_;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cpu/kernels.h"
+#include "kolo/tensor.h"
 
 namespace kolo {
 namespace {
@@ -47,12 +48,24 @@ void reduce(ReduceOp op, const char* in, char* inout, int32_t count) {
 
 }  // namespace
 
-bool can_ride(const Response& r, size_t data_bytes) {
+namespace {
+template <typename Op>
+bool rideable(const Op& r, int64_t bytes, size_t data_bytes) {
   const bool dtype = r.dtype == DataType::kFloat32 || r.dtype == DataType::kFloat64 || r.dtype == DataType::kInt32 ||
                      r.dtype == DataType::kInt64;
   const bool op = r.reduce_op != ReduceOp::kAdasum;
-  return r.ok() && r.kind == OpKind::kAllreduce && r.device == DeviceType::kCPU && dtype && op &&
-         r.compression == Compression::kNone && r.contributors == 0 && r.size_bytes() <= static_cast<int64_t>(data_bytes);
+  return r.kind == OpKind::kAllreduce && r.device == DeviceType::kCPU && dtype && op &&
+         r.compression == Compression::kNone && bytes <= static_cast<int64_t>(data_bytes);
+}
+}  // namespace
+
+bool can_ride(const Response& r, size_t data_bytes) {
+  return r.ok() && r.contributors == 0 && rideable(r, r.size_bytes(), data_bytes);
+}
+
+bool may_ride(const Request& q, size_t data_bytes) {
+  return data_bytes > 0 &&
+         rideable(q, num_elements(q.shape) * static_cast<int64_t>(dtype_size(q.dtype)), data_bytes);
 }
 
 size_t rider_bytes(size_t data_bytes) { return sizeof(Header) + data_bytes; }
@@ -72,6 +85,10 @@ void clear_rider(std::string* rider) {
 }
 
 void load_rider(uint32_t position, const Response& r, const TensorEntry& entry, std::string* rider) {
+  load_rider(position, r, entry.input.data, rider);
+}
+
+void load_rider(uint32_t position, const Response& r, const void* input, std::string* rider) {
   clear_rider(rider);
   Header h{};
   h.position = static_cast<int32_t>(position);
@@ -80,7 +97,7 @@ void load_rider(uint32_t position, const Response& r, const TensorEntry& entry, 
   h.op = static_cast<uint8_t>(r.reduce_op);
   std::memcpy(&(*rider)[0], &h, sizeof h);
   // The CPU path's prescaling, into the rider instead of the fusion buffer.
-  scale_into(r.dtype, entry.input.data, &(*rider)[sizeof h], h.count, Scaling{r.prescale, 1});
+  scale_into(r.dtype, input, &(*rider)[sizeof h], h.count, Scaling{r.prescale, 1});
 }
 
 void combine_riders(const void* from, void* into, size_t bytes) {

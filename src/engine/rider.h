@@ -18,6 +18,8 @@ namespace kolo {
 // Whether `response` (a cached one) may ride in a rider of `data_bytes`: a CPU allreduce of float32,
 // float64, int32 or int64, Sum, Average, Min, Max or Product, uncompressed, every rank contributing.
 bool can_ride(const Response& response, size_t data_bytes);
+// Whether `request`'s op may ride once its response is cached (as can_ride; `data_bytes` 0: no rider).
+bool may_ride(const Request& request, size_t data_bytes);
 
 // The rider's size for `data_bytes` of data.
 size_t rider_bytes(size_t data_bytes);
@@ -27,6 +29,8 @@ std::string empty_rider(size_t data_bytes);
 void clear_rider(std::string* rider);
 // Makes `*rider` (of rider_bytes) carry `entry`'s input, prescaled, for the op cached at `position`.
 void load_rider(uint32_t position, const Response& response, const TensorEntry& entry, std::string* rider);
+// The same for an op with no entry (an express op, Engine::express): `input` is its data.
+void load_rider(uint32_t position, const Response& response, const void* input, std::string* rider);
 // Combines `from` into `into` (riders of `bytes`, the same size): the reduction of one collective step.
 void combine_riders(const void* from, void* into, size_t bytes);
 // After the collective: whether every rank's rider carried the op at `*position`; its reduced data.

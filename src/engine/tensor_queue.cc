@@ -33,7 +33,7 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
                                      "' on rank " + std::to_string(entry->request.rank) +
                                      ": this rank is in join(); submit ops again once every rank has joined");
     }
-    if (entries_.count(name)) {
+    if (entries_.count(name) || (reserved_ && reserved_name_ == name)) {
       return Status::InvalidArgument("tensor '" + name + "' is already in flight on rank " +
                                      std::to_string(entry->request.rank) +
                                      ": wait for it before submitting the name again");
@@ -42,19 +42,46 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
     fresh_[fresh_count_++] = entry->request;  // an assignment: into a spare request's memory
     if (!wake) ++unannounced_;
     joining_ = entry->request.kind == OpKind::kJoin;
-    if (spare_nodes_.empty()) {
-      entries_.emplace(name, std::move(entry));
-    } else {
-      Entries::node_type node = std::move(spare_nodes_.back());
-      spare_nodes_.pop_back();
-      node.key() = name;
-      node.mapped() = std::move(entry);
-      entries_.insert(std::move(node));
-    }
+    insert_locked(std::move(entry));
     recount();
   }
   if (wake) cv_.notify_one();
   return Status::OK();
+}
+
+void TensorQueue::insert_locked(std::unique_ptr<TensorEntry> entry) {
+  if (spare_nodes_.empty()) {
+    const std::string& name = entry->request.name;
+    entries_.emplace(name, std::move(entry));
+    return;
+  }
+  Entries::node_type node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = entry->request.name;
+  node.mapped() = std::move(entry);
+  entries_.insert(std::move(node));
+}
+
+bool TensorQueue::reserve(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || joining_ || reserved_ || !entries_.empty() || fresh_count_ > 0) return false;
+  reserved_ = true;
+  reserved_name_.assign(name);  // into the memory the last reservation's name had
+  recount();
+  return true;
+}
+
+void TensorQueue::unreserve() {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_ = false;
+  recount();
+}
+
+void TensorQueue::adopt(std::unique_ptr<TensorEntry> entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_ = false;
+  insert_locked(std::move(entry));
+  recount();
 }
 
 size_t TensorQueue::take_new_unless_driven(std::vector<Request>* out, const std::atomic<int>& drivers) {
@@ -105,8 +132,8 @@ void TensorQueue::wake() {
 }
 
 void TensorQueue::recount() {
-  count_.store(entries_.size(), std::memory_order_release);
-  sole_.store(entries_.size() == 1 ? entries_.begin()->second->handle : 0, std::memory_order_release);
+  count_.store(entries_.size() + (reserved_ ? 1 : 0), std::memory_order_release);
+  sole_.store(entries_.size() == 1 && !reserved_ ? entries_.begin()->second->handle : 0, std::memory_order_release);
 }
 
 TensorEntry* TensorQueue::find(const std::string& name) {

@@ -52,6 +52,16 @@ class TensorQueue {
   // Refuses pushes from now on, with `reason`, and hands back every entry still in flight.
   std::vector<std::unique_ptr<TensorEntry>> close(const std::string& reason);
 
+  // An express op (Engine::express) holds `name` in flight without an entry: true where nothing else is
+  // in flight or pushed and the queue is open and not joining; a push of the name is refused meanwhile.
+  // One at a time.
+  bool reserve(const std::string& name);
+  void unreserve();
+  // The reservation becomes `entry`, in flight as pushed but not new (its request went to the
+  // controller already, in the express op's cycle). Never refused: the cycle lock is the caller's, so
+  // the queue is not closed meanwhile.
+  void adopt(std::unique_ptr<TensorEntry> entry);
+
  private:
   using Entries = std::unordered_map<std::string, std::unique_ptr<TensorEntry>>;
   // Spares kept at most, of entries and of nodes each: past a burst (a model's gradients), the rest
@@ -61,6 +71,8 @@ class TensorQueue {
   void recount();
   // Under mu_: take_new's work.
   size_t take_locked(std::vector<Request>* out);
+  // Under mu_: inserts `entry` under its name, in a spare node if there is one.
+  void insert_locked(std::unique_ptr<TensorEntry> entry);
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -75,6 +87,8 @@ class TensorQueue {
   bool joining_ = false;  // a join is in flight: nothing more until it completes
   bool closed_ = false;
   std::string closed_reason_;
+  bool reserved_ = false;  // reserve(): reserved_name_ is in flight, with no entry
+  std::string reserved_name_;
   std::atomic<size_t> count_{0};
   std::atomic<int64_t> sole_{0};  // the handle of the one op in flight; 0 when there are none or several
 };
