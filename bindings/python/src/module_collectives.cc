@@ -65,13 +65,6 @@ kolo_op_options reduce_options(const std::string& name, int32_t op, double presc
   return o;
 }
 
-// Raises the exception and message kolo's Python gives a failed op (kolo._errors.error_for).
-[[noreturn]] void raise_failed(int32_t code) {
-  const std::string message = kolo_last_error();
-  py::object error = py::module_::import("kolo._errors").attr("error_for")(code, message);
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
-  throw py::error_already_set();
-}
 
 // The handle of an enqueued op; a call kolo refused at once raises here, as waiting for it would have.
 // handle by reference: read after the entry point (an argument beside it) has written it.
@@ -81,6 +74,14 @@ kolo_handle started(int32_t code, const kolo_handle& handle) {
 }
 
 }  // namespace
+
+// Raises the exception and message kolo's Python gives a failed op (kolo._errors.error_for).
+[[noreturn]] void raise_failed(int32_t code) {
+  const std::string message = kolo_last_error();
+  py::object error = py::module_::import("kolo._errors").attr("error_for")(code, message);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+  throw py::error_already_set();
+}
 
 void register_collectives(py::module_& m) {
   m.def("reducescatter_rows", &kolo_reducescatter_rows);
@@ -107,30 +108,6 @@ void register_collectives(py::module_& m) {
     return status_without_gil([&] { return kolo_allreduce(&i.t, &o.t, &opts, nullptr); });
   }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
      py::arg("compression") = 0, py::arg("process_set") = 0);
-  // Blocking and in place, a contiguous CPU tensor: kolo.torch's allreduce_ of a scalar, a metric. No
-  // descriptors are built (from Python, most of a small op's time was the call's own); the shape's memory
-  // is this thread's, reused. Raises what a failed op raises; else returns None.
-  m.def("allreduce_cpu_in_place", [](const std::string& name, uintptr_t data, int32_t dtype, const py::tuple& shape,
-                                     int32_t op, double prescale, double postscale, int32_t process_set) {
-    thread_local std::vector<int64_t> dims;
-    dims.resize(shape.size());
-    for (size_t d = 0; d < dims.size(); ++d) dims[d] = shape[d].cast<int64_t>();
-    kolo_tensor t{};
-    t.data = reinterpret_cast<void*>(data);
-    t.dtype = dtype;
-    t.ndim = static_cast<int32_t>(dims.size());
-    t.shape = dims.data();
-    t.device_type = KOLO_CPU;
-    kolo_op_options opts = reduce_options(name, op, prescale, postscale, process_set);
-    opts.blocking = 1;
-    int32_t code;
-    {
-      py::gil_scoped_release release;
-      code = kolo_allreduce(&t, &t, &opts, nullptr);
-    }
-    if (code != KOLO_OK) raise_failed(code);
-  }, py::arg("name"), py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("op"), py::arg("prescale"),
-     py::arg("postscale"), py::arg("process_set"));
   // output: memory the result goes into (a sharded optimizer's parameters, its own block the input),
   // instead of memory kolo allocates; the op fails if the ranks' rows do not fill it exactly.
   m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set,

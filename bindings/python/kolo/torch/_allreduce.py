@@ -102,8 +102,10 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
     dtype = _DTYPES.get(tensor.dtype) if type(tensor) is torch.Tensor else None
     if dtype is not None and not tensor.is_cuda and tensor.is_contiguous():
         # A contiguous CPU tensor (a loss, a metric): one call with no descriptors, its error raised there.
-        _C.allreduce_cpu_in_place("" if name is None else str(name), tensor.data_ptr(), dtype, tuple(tensor.shape), op,
-                                  float(prescale_factor), float(postscale_factor),
+        # (Each step here is on a small op's path: torch.Size is a tuple, the factors are converted there.)
+        _C.allreduce_cpu_in_place(name if type(name) is str else "" if name is None else str(name),
+                                  tensor.data_ptr(), dtype, tensor.shape, op, prescale_factor, postscale_factor,
+                                  0 if process_set is global_process_set else
                                   _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
         return tensor
     return _allreduce_now(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, COMPRESSION_NONE)
