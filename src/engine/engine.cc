@@ -193,7 +193,7 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   return conclude_cycle(s, idle, on_caller);
 }
 
-bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_caller) {
+bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_caller, bool ridden_done) {
   CycleResult& result = cycle_result_;
   Status s = cycle_status;
   if (!s.ok()) {
@@ -224,7 +224,7 @@ bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_call
       return false;
     }
   }
-  if (result.ridden) executor_.finish_ridden(result.ridden_response, result.rider, topology_.size);
+  if (result.ridden && !ridden_done) executor_.finish_ridden(result.ridden_response, result.rider, topology_.size);
   if (!result.responses.empty()) {
     if (timeline_ && mark_cycles_) timeline_->cycle(steady_seconds());
     const bool joined = std::find(result.joined_ranks.begin(), result.joined_ranks.end(), topology_.rank) !=

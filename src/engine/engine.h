@@ -47,12 +47,13 @@ class Engine {
   // collectives that promise so (Collective::gives_up_on_lost_peer); others are handed to the engine
   // thread. Leaves whatever is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
   void drive(int64_t handle);
-  // A blocking small allreduce of a CPU tensor (a loss, a metric) while nothing else is in flight on this
-  // rank: the caller runs the cycle that it rides on (engine/rider.h) without an entry, a handle or the
-  // queue, most of a small op's own work. kDone: it rode, its output and *status are set and `on_done`
-  // was called. kQueued: it did not ride in that cycle (a peer not there yet, its name not cached): it is
-  // in flight as a submitted op now, *handle for drive() and the wait. kNotTaken: nothing was done; the
-  // usual path takes it. `request` is the op's, as its entry would have it.
+  // A blocking small allreduce of a CPU tensor (a loss, a metric): the caller runs the cycle that it
+  // rides on (engine/rider.h) without an entry, a handle or the queue, most of a small op's own work.
+  // kDone: it rode, its output and *status are set and `on_done` was called. kQueued: it did not ride in
+  // that cycle (a peer not there yet, its name not cached, another op riding): it is in flight as a
+  // submitted op now, *handle for drive() and the wait. kNotTaken: nothing was done (its name in flight,
+  // a timeline, a collective running); the usual path takes it. `request` is the op's, as its entry
+  // would have it.
   enum class Express { kNotTaken, kDone, kQueued };
   Express express(const Request& request, const TensorView& input, const TensorView& output,
                   const DoneCallback& on_done, Status* status, int64_t* handle);
@@ -96,8 +97,8 @@ class Engine {
   // a cycle on the engine thread first runs what was handed to it.
   bool run_cycle(bool* idle, bool on_caller = false);
   // run_cycle's part after the controller's cycle (status `s`, in cycle_result_): runs or hands over
-  // what it agreed on, or ends the engine.
-  bool conclude_cycle(const Status& s, bool* idle, bool on_caller);
+  // what it agreed on, or ends the engine. `ridden_done`: the op that rode was ended already (express).
+  bool conclude_cycle(const Status& s, bool* idle, bool on_caller, bool ridden_done = false);
   // The end of a caller's drive (or express op): the engine thread takes up what is left.
   void hand_back(bool left_work);
   // On the engine thread: takes up a timeline handed over by start/stop_timeline.

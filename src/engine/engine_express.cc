@@ -15,11 +15,10 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
                                 const DoneCallback& on_done, Status* status, int64_t* handle) {
   // Read without a lock first: most calls that cannot take it leave here.
   if (!config_.caller_drives || t_in_cycle || ended_ || abandoned_ || stop_requested_ || stamps_submissions() ||
-      !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) || queue_.in_flight() > 0 ||
-      executor_.running_any_thread() > 0) {
+      !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) || executor_.running_any_thread() > 0) {
     return Express::kNotTaken;
   }
-  // Its name is in flight from here (a push of it is refused), and no other op is.
+  // Its name is in flight from here: a push of it is refused.
   if (!queue_.reserve(request.name)) return Express::kNotTaken;
   ++drivers_;  // the engine thread leaves cycles to this caller meanwhile, as for a driven op
   std::unique_lock<std::mutex> lock(cycle_mu_);
@@ -38,9 +37,9 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
     const InCycle in_cycle;
     const RankLabels labels(topology_.job_ranks,
                             topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
-    // Ops other threads pushed since the last cycle go in with it, ahead of it (the queue was empty at
-    // the reservation, so they came later).
-    const size_t taken = queue_.take_new(&submitted_);
+    // Ops pushed since the last cycle go in with it, ahead of it. Where only its reservation is in
+    // flight, none was.
+    const size_t taken = queue_.in_flight() == 1 ? 0 : queue_.take_new(&submitted_);
     if (submitted_.size() <= taken) submitted_.resize(taken + 1);
     submitted_[taken] = request;  // an assignment: into memory the cycle's requests keep
     struct Ours {
@@ -79,7 +78,7 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
       queue_.adopt(std::move(e));
     }
     bool idle = false;
-    conclude_cycle(s, &idle, true);  // a ridden op of its own is not in the queue: finish_ridden skips it
+    conclude_cycle(s, &idle, true, rode);
   }
   driving_ = false;
   if (!rode) return Express::kQueued;  // drive() hands back

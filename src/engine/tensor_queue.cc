@@ -64,7 +64,7 @@ void TensorQueue::insert_locked(std::unique_ptr<TensorEntry> entry) {
 
 bool TensorQueue::reserve(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (closed_ || joining_ || reserved_ || !entries_.empty() || fresh_count_ > 0) return false;
+  if (closed_ || joining_ || reserved_ || entries_.count(name) != 0) return false;
   reserved_ = true;
   reserved_name_.assign(name);  // into the memory the last reservation's name had
   recount();

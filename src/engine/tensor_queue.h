@@ -52,9 +52,9 @@ class TensorQueue {
   // Refuses pushes from now on, with `reason`, and hands back every entry still in flight.
   std::vector<std::unique_ptr<TensorEntry>> close(const std::string& reason);
 
-  // An express op (Engine::express) holds `name` in flight without an entry: true where nothing else is
-  // in flight or pushed and the queue is open and not joining; a push of the name is refused meanwhile.
-  // One at a time.
+  // An express op (Engine::express) holds `name` in flight without an entry: true where the name is not
+  // in flight and the queue is open and not joining; a push of the name is refused meanwhile. One at a
+  // time.
   bool reserve(const std::string& name);
   void unreserve();
   // The reservation becomes `entry`, in flight as pushed but not new (its request went to the

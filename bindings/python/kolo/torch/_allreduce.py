@@ -12,6 +12,9 @@ from kolo._policy.scaling import check_differentiable
 from kolo.torch._reduce_ops import Adasum, _op_of
 
 
+_allreduce_cpu_in_place = _C.allreduce_cpu_in_place  # looked up once: allreduce_ of a scalar counts each step
+
+
 def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
     """What _C.allreduce_async and _C.allreduce take."""
     described_input = _describe(tensor, name)
@@ -98,15 +101,16 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Reduces `tensor` in place and returns it."""
-    op = _op_of(op, average)
+    if op is None or average is not None:
+        op = _op_of(op, average)
     dtype = _DTYPES.get(tensor.dtype) if type(tensor) is torch.Tensor else None
     if dtype is not None and not tensor.is_cuda and tensor.is_contiguous():
         # A contiguous CPU tensor (a loss, a metric): one call with no descriptors, its error raised there.
         # (Each step here is on a small op's path: torch.Size is a tuple, the factors are converted there.)
-        _C.allreduce_cpu_in_place(name if type(name) is str else "" if name is None else str(name),
-                                  tensor.data_ptr(), dtype, tensor.shape, op, prescale_factor, postscale_factor,
-                                  0 if process_set is global_process_set else
-                                  _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
+        _allreduce_cpu_in_place(name if type(name) is str else "" if name is None else str(name),
+                                tensor.data_ptr(), dtype, tensor.shape, op, prescale_factor, postscale_factor,
+                                0 if process_set is global_process_set else
+                                _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
         return tensor
     return _allreduce_now(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, COMPRESSION_NONE)
 
