@@ -195,8 +195,9 @@ int32_t kolo_allreduce(const kolo_tensor* input, const kolo_tensor* output, cons
     BlockingArgs& a = *scope;
     a.name.assign(o.name == nullptr ? "" : o.name);
     fill_view(input, &a.input);
-    fill_view(output, &a.output);
-    s = kolo::allreduce(a.name, a.input, a.output, reduce_options(o, true));
+    if (output != input) fill_view(output, &a.output);
+    // In place (one tensor given twice): one view, checked once.
+    s = kolo::allreduce(a.name, a.input, output == input ? a.input : a.output, reduce_options(o, true));
     return kolo_c::hand_over(s, kolo::Output(), o.output);
   }
   return run("kolo_allreduce", options, handle, true, [&](const kolo_op_options& o) {

@@ -2,6 +2,7 @@
 // queue slot unless that cycle leaves it in flight. The cycle is the same collective as any other, so
 // peers on the usual path (or taking this one) see nothing different.
 #include <mutex>
+#include <optional>
 
 #include "common/ranks.h"
 #include "cpu/kernels.h"
@@ -15,7 +16,8 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
                                 const DoneCallback& on_done, Status* status, int64_t* handle) {
   // Read without a lock first: most calls that cannot take it leave here.
   if (!config_.caller_drives || t_in_cycle || ended_ || abandoned_ || stop_requested_ || stamps_submissions() ||
-      !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) || executor_.running_any_thread() > 0) {
+      controller_.cache().capacity() == 0 || !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) ||
+      executor_.running_any_thread() > 0) {
     return Express::kNotTaken;
   }
   // Its name is in flight from here: a push of it is refused.
@@ -35,8 +37,11 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
   bool rode = false;
   {
     const InCycle in_cycle;
-    const RankLabels labels(topology_.job_ranks,
-                            topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
+    // A process set's messages name job ranks and the set (the job's need no labels).
+    std::optional<RankLabels> labels;
+    if (topology_.process_set != 0) {
+      labels.emplace(topology_.job_ranks, "process set " + std::to_string(topology_.process_set));
+    }
     // Ops pushed since the last cycle go in with it, ahead of it. Where only its reservation is in
     // flight, none was.
     const size_t taken = queue_.in_flight() == 1 ? 0 : queue_.take_new(&submitted_);
