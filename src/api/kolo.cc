@@ -121,8 +121,8 @@ Status blocking_allreduce(const std::string& name, const TensorView& input, cons
     case Engine::Express::kNotTaken:
       break;
   }
-  // By the name begin() gave it: an unnamed call is counted once.
-  return blocking([&] { return allreduce_async(call.site.name, input, output, o); });
+  // The call begun and checked above, submitted as every blocking call's (an unnamed one counted once).
+  return blocking([&] { return submit_reduction(call, input, output, o); });
 }
 
 }  // namespace

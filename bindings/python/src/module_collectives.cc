@@ -65,7 +65,6 @@ kolo_op_options reduce_options(const std::string& name, int32_t op, double presc
   return o;
 }
 
-
 // The handle of an enqueued op; a call kolo refused at once raises here, as waiting for it would have.
 // handle by reference: read after the entry point (an argument beside it) has written it.
 kolo_handle started(int32_t code, const kolo_handle& handle) {
