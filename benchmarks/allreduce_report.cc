@@ -41,7 +41,8 @@ int64_t wrong_total(const AllreduceReport& r) {
 
 void print_report(const AllreduceReport& r, const std::string& json) {
   std::printf("# kolo's allreduce of GPU tensors beside %s, on the same buffers in the same run\n", r.peer.c_str());
-  std::printf("# %d ranks, %s, rank 0 on device %d; float32 sum, out of place\n", r.ranks, r.device.c_str(), r.ordinal);
+  std::printf("# %d ranks, %s, rank 0 on device %d; float32 sum, out of place; kolo's op: %s\n", r.ranks,
+              r.device.c_str(), r.ordinal, r.kolo_call.c_str());
   std::printf("# time: the slowest rank's per op (the op and its wait), median over %d rounds; ratio = kolo / peer\n",
               r.rounds);
   std::printf(

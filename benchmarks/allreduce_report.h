@@ -22,6 +22,7 @@ struct SizeRow {
 
 struct AllreduceReport {
   std::string device, peer;  // what ran: the backend's description, and the peer's
+  std::string kolo_call = "allreduce";  // how kolo's op of a size row is called and waited for
   int ranks = 0;
   int ordinal = 0;  // rank 0's device
   int rounds = 0;

@@ -5,8 +5,11 @@
 // allreduce of all its bytes.
 //
 //   mpirun -np 2 gpu_allreduce [--device cuda|double] [--max-bytes 268435456] [--rounds 5]
-//                              [--row-seconds 1] [--steps 10] [--peer-blocking 1] [--json out.json]
+//                              [--row-seconds 1] [--steps 10] [--peer-blocking 1] [--async 0]
+//                              [--json out.json]
 //
+// --async 1: each op of the size rows is allreduce_async, then wait (a training loop's op it waits
+// for at once), where it is otherwise a blocking allreduce.
 // The peer: with --device cuda, ncclAllReduce on an NCCL communicator the benchmark makes itself, on
 // its own stream; with --device double, the host double's own communicator (over MPI; times mean
 // nothing there, the run proves the code). Both sides reduce out of place from the same input (rank + 1
@@ -50,8 +53,8 @@ std::vector<int64_t> sizes_up_to(int64_t max_bytes) {
 // kolo and the peer on one rank's device: inputs of rank + 1, results checked against the exact sum.
 class Sides {
  public:
-  Sides(bench::DeviceRig& rig, bench::AllreducePeer& peer, int rounds, int64_t most_elements)
-      : rig_(rig), peer_(peer), rounds_(rounds), inputs_(static_cast<size_t>(most_elements)), back_(inputs_.size()) {
+  Sides(bench::DeviceRig& rig, bench::AllreducePeer& peer, int rounds, int64_t most_elements, bool async)
+      : rig_(rig), peer_(peer), rounds_(rounds), async_(async), inputs_(static_cast<size_t>(most_elements)), back_(inputs_.size()) {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -65,7 +68,13 @@ class Sides {
     const int64_t count = bytes / 4;
     const std::string name = "allreduce." + std::to_string(bytes);
     const kolo::TensorView in = view(input, {count}), out = view(kolo_out, {count});
-    auto kolo_op = [&] { check(kolo::allreduce(name, in, out, sum_)); };
+    auto kolo_op = [&] {
+      if (async_) {
+        check(kolo::wait(kolo::allreduce_async(name, in, out, sum_)));
+      } else {
+        check(kolo::allreduce(name, in, out, sum_));
+      }
+    };
     auto peer_op = [&] {
       check(peer_.allreduce(static_cast<const float*>(input), static_cast<float*>(peer_out), count, rig_.stream()));
       rig_.finish();
@@ -181,6 +190,7 @@ class Sides {
   bench::DeviceRig& rig_;
   bench::AllreducePeer& peer_;
   int rounds_;
+  bool async_;
   std::vector<float> inputs_;
   std::vector<float> back_;
   float expected_ = 0.0f;
@@ -201,6 +211,7 @@ int run(const bench::World& world, int argc, char** argv) {
   const std::string shapes = args.text("shapes", KOLO_RESNET50_SHAPES), json = args.text("json", "");
   // 0: the raw peer's communicator is nonblocking, as kolo's (what that mode costs NCCL itself).
   const bool peer_blocking = args.integer("peer-blocking", 1) != 0;
+  const bool async = args.integer("async", 0) != 0;
   args.finish();
 
   std::shared_ptr<kolo::DeviceBackend> backend;
@@ -225,7 +236,7 @@ int run(const bench::World& world, int argc, char** argv) {
   const std::vector<bench::Tensor> tensors = bench::read_gradient_set(shapes);
   const int64_t n = static_cast<int64_t>(bench::element_count(tensors));
   const int64_t max_count = std::max<int64_t>(2, max_bytes / 4);
-  Sides sides(rig, *peer, rounds, std::max(max_count, n));
+  Sides sides(rig, *peer, rounds, std::max(max_count, n), async);
   bench::AllreduceReport report;
   {
     std::shared_ptr<void> input = sides.upload_input(max_count);
@@ -245,6 +256,7 @@ int run(const bench::World& world, int argc, char** argv) {
   sum_over_ranks(report.grad_peer);
   report.device = rig.backend().description();
   report.peer = peer->name();
+  if (async) report.kolo_call = "allreduce_async, then wait";
   report.ranks = world.size;
   report.ordinal = ordinal;
   report.rounds = rounds;

@@ -77,11 +77,14 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
     }
     e->ready_event = e->ready_owner.get();
   }
-  e->handle = Runtime::instance().handles().create(std::move(on_done), call.site.name);
+  ThreadCalls& tc = thread_calls();
+  // An async op's waiter may drive it (HandleTable::wait); a blocking call's caller drives it anyway.
+  std::weak_ptr<OpDriver> driver;
+  if (!tc.blocking) driver = call.engine;
+  e->handle = Runtime::instance().handles().create(std::move(on_done), call.site.name, std::move(driver));
   const Handle h(e->handle);
   // A refusal at the queue names the job's rank and the set.
   RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");
-  ThreadCalls& tc = thread_calls();
   const Status refused = call.engine->submit(std::move(e), tc.blocking);
   if (tc.blocking) tc.driven = call.engine;  // its drive() ends the quiet submit, refused or not
   if (refused.ok()) return h;

@@ -267,27 +267,46 @@ bool Engine::awaits(int64_t handle) {
   return queue_.only(handle) || (queue_.in_flight() > 1 && !handles_->poll(handle).has_value());
 }
 
-void Engine::drive(int64_t handle) {
-  if (!config_.caller_drives) return;  // submit() woke the engine thread
-  bool launched = false, left_work = false;
-  while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
-    // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
-    // soon as the peer runs its cycle, and took the op up if it began after the push.
-    std::unique_lock<std::mutex> lock(cycle_mu_);
-    left_work = handed_ != nullptr;
-    if (ended_ || !awaits(handle) || left_work) break;
-    // Device work runs: the engine thread polls it between cycles.
-    if (executor_.running() > 0) break;
-    driving_ = true;
-    bool idle = false;
-    const bool going = run_cycle(&idle, true);
-    driving_ = false;
-    left_work = handed_ != nullptr;
-    if (!going || left_work) break;
-    // Nothing ran before this cycle: work running now is what it launched for the op.
-    launched = executor_.running() > 0;
+void Engine::drive_waited(int64_t handle, bool until_launched) {
+  if (!config_.caller_drives || t_in_cycle) return;  // (a callback inside a cycle waits the usual way)
+  // From now the engine thread leaves cycles to this caller, as after a quiet submit. Where its cycle
+  // has taken the op up already, the op is left to it: the caller waiting on its cycle and then beside
+  // it on the work measured slower than the engine thread alone.
+  ++drivers_;
+  if (!queue_.leave_new_to_caller()) {
+    --drivers_;
+    return;
   }
-  if (launched) wait_for_launched_work(handle);
+  drive(handle, until_launched);
+}
+
+void Engine::drive(int64_t handle, bool until_launched) {
+  if (!config_.caller_drives) return;  // submit() woke the engine thread
+  bool left_work = false;
+  while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
+    {
+      // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
+      // soon as the peer runs its cycle, and took the op up if it began after the push.
+      std::unique_lock<std::mutex> lock(cycle_mu_);
+      left_work = handed_ != nullptr;
+      if (ended_ || !awaits(handle) || left_work) break;
+      // Device work runs: an earlier op's (this one is new, or was left to this caller), ended here if
+      // it has ended unseen, else the engine thread's, which polls it between cycles.
+      if (executor_.running() > 0) executor_.poll();
+      if (executor_.running() > 0) break;
+      driving_ = true;
+      bool idle = false;
+      const bool going = run_cycle(&idle, true);
+      driving_ = false;
+      left_work = handed_ != nullptr;
+      if (!going || left_work) break;
+      if (executor_.running() == 0) continue;  // nothing launched: the next cycle, if the op needs one
+      if (until_launched) break;                // the engine thread hears of the work's end
+    }
+    // This cycle launched work on kolo's stream (the op's, or others' agreed before it): the caller
+    // ends it rather than hand it to the engine thread and back, then drives on if the op needs more.
+    if (!wait_for_launched_work(handle)) break;
+  }
   hand_back(left_work);
 }
 
@@ -328,10 +347,15 @@ void Engine::loop() {
     }
     hold_while_device_is_full();
     bool idle = false;
+    bool launched = false;
+    const uint64_t seen = work_signal_->fired();
     {
       std::lock_guard<std::mutex> lock(cycle_mu_);
+      const size_t before = executor_.running();
       if (ended_ || !run_cycle(&idle)) break;
+      launched = executor_.running() > before;
     }
+    if (launched) spin_on_launched_work(seen);
     wait = idle ? std::min(std::max(wait, 1e-4) * 2, std::max(cycle_seconds, kMaxIdleSeconds)) : cycle_seconds;
   }
   std::lock_guard<std::mutex> cycle(cycle_mu_);  // a driving caller has left its cycle

@@ -25,7 +25,7 @@
 
 namespace kolo {
 
-class Engine {
+class Engine : public OpDriver {
  public:
   Engine(const Config& config, const Topology& topology, std::unique_ptr<ControlChannel> channel,
          std::unique_ptr<CollectiveRegistry> registry, std::unique_ptr<Timeline> timeline, HandleTable* handles);
@@ -40,13 +40,18 @@ class Engine {
   std::unique_ptr<TensorEntry> new_entry() { return queue_.new_entry(); }
   // On the caller's thread, for the op of `handle` it is about to wait for: while that op is in flight
   // (alone, or beside others: ops this rank's peers have not reached yet, say) and no cycle is running,
-  // the caller runs the negotiation cycles itself until the op is done, instead of handing it to the engine thread and back (two thread wake-ups: most of a small
-  // op's latency). Cycles are collective and ordered, so which thread of a rank runs one does not
-  // matter to the others. The caller's waits must give up on a lost peer (a blocking MPI call with a
-  // lost peer would keep it for ever): it negotiates, ends an op that rode on the negotiation, and runs
-  // collectives that promise so (Collective::gives_up_on_lost_peer); others are handed to the engine
-  // thread. Leaves whatever is left to the engine thread. Needs MPI_THREAD_MULTIPLE.
-  void drive(int64_t handle);
+  // the caller runs the negotiation cycles itself until the op is done, instead of handing it to the
+  // engine thread and back (two thread wake-ups: most of a small op's latency). Cycles are collective
+  // and ordered, so which thread of a rank runs one does not matter to the others. The caller's waits
+  // must give up on a lost peer (a blocking MPI call with a lost peer would keep it for ever): it
+  // negotiates, ends an op that rode on the negotiation, and runs collectives that promise so
+  // (Collective::gives_up_on_lost_peer); others are handed to the engine thread. Leaves whatever is
+  // left to the engine thread. Needs MPI_THREAD_MULTIPLE. `until_launched`: returns once the op's
+  // device work is launched, leaving its end to the engine thread (a caller whose own stream waits
+  // for that work).
+  void drive(int64_t handle, bool until_launched = false);
+  // drive() for an async op (submitted with the engine thread woken) that its caller now waits for.
+  void drive_waited(int64_t handle, bool until_launched) override;
   // A blocking small allreduce of a CPU tensor (a loss, a metric): the caller runs the cycle that it
   // rides on (engine/rider.h) without an entry, a handle or the queue, most of a small op's own work.
   // kDone: it rode, its output and *status are set and `on_done` was called. kQueued: it did not ride in
@@ -108,10 +113,13 @@ class Engine {
   // its signal where every running group fires one, else polled in naps.
   void wait_between_cycles(double seconds);
   void hold_while_device_is_full();
-  // On a driving caller's thread, once its cycles are done: while device work it launched runs (its
-  // op's), waits for its end for a short bound (woken by the work's signal) instead of leaving that to
-  // the engine thread.
-  void wait_for_launched_work(int64_t handle);
+  // After the engine thread's cycle launched device work (`seen`: the work signal's count before that
+  // cycle): a short watch for its end before the thread sleeps.
+  void spin_on_launched_work(uint64_t seen);
+  // On a driving caller's thread, after its cycle launched device work: ends it as it ends, for a short
+  // bound (woken by the work's signal), instead of leaving that to the engine thread. False: work still
+  // runs after the bound (the engine thread's now).
+  bool wait_for_launched_work(int64_t handle);
   // Ends the device work that has ended; the next nap: the first again if some did, else doubled.
   double poll_device_work(double nap);
   // How long to wait before polling device work again: until `until` where the work's end wakes this

@@ -34,9 +34,33 @@ void Engine::wait_between_cycles(double seconds) {
   const double until = steady_seconds() + seconds;
   double nap = kFirstNap;
   while (steady_seconds() < until) {
-    const bool device = executor_.running_any_thread() > 0;
+    // A driving caller polls the work its cycles launched, and wakes this thread for what it leaves.
+    const bool device = executor_.running_any_thread() > 0 && drivers_ == 0;
     if (queue_.wait_for_work(device ? device_wait(nap, until) : until - steady_seconds())) return;
     if (device) nap = poll_device_work(nap);
+  }
+}
+
+void Engine::spin_on_launched_work(uint64_t seen) {
+  // This thread's cycle launched device work: a small op's ends within tens of microseconds, sooner
+  // than this thread is woken from a sleep on a busy host. For kSpinSeconds it yields, watching the
+  // work's signal (fired since `seen`, read before the cycle) and ending the work when it fires;
+  // where some work has no signal, it polls. A new op ends the spin: its cycle is due.
+  constexpr double kSpinSeconds = 50e-6;
+  const double until = steady_seconds() + kSpinSeconds;
+  const size_t in_flight = queue_.in_flight();
+  while (steady_seconds() < until && queue_.in_flight() <= in_flight && !stop_requested_) {
+    const bool signalled = executor_.signals_every_end();
+    if (!signalled || work_signal_->fired() != seen) {
+      std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        const size_t before = executor_.running();
+        if (before > 0) executor_.poll();
+        if (executor_.running() < before || executor_.running() == 0) return;
+        if (signalled) seen = work_signal_->fired();  // another group's end: watch for the next
+      }
+    }
+    std::this_thread::yield();
   }
 }
 
@@ -59,13 +83,14 @@ void Engine::hold_while_device_is_full() {
   }
 }
 
-void Engine::wait_for_launched_work(int64_t handle) {
-  // The caller's cycle launched its op's device work (kolo's stream; nothing waits on a peer): the
-  // caller, which would otherwise block in wait(), ends the work itself, instead of the engine thread's
-  // wake-up and a hand-off back. A small op's work ends within tens of microseconds, sooner than a
-  // sleeping thread is woken on a busy host: the caller polls, yielding, for kSpinSeconds, then sleeps
-  // until the work's signal (or keeps polling where the work has none). Bounded: work still running
-  // after kMostSeconds is the engine thread's, whose waits are the peer watch's.
+bool Engine::wait_for_launched_work(int64_t handle) {
+  // The caller's cycle launched device work (kolo's stream; nothing waits on a peer): the caller,
+  // which would otherwise block in wait(), ends the work itself, instead of the engine thread's
+  // wake-up and a hand-off back. A small op's work ends within
+  // tens of microseconds, sooner than a sleeping thread is woken on a busy host: the caller polls,
+  // yielding, for kSpinSeconds, then sleeps until the work's signal (or keeps polling where the work
+  // has none). Bounded: work still running after kMostSeconds is the engine thread's, whose waits are
+  // the peer watch's.
   constexpr double kSpinSeconds = 50e-6, kMostSeconds = 0.01;
   const double start = steady_seconds(), until = start + kMostSeconds;
   uint64_t seen = work_signal_->fired();
@@ -74,14 +99,14 @@ void Engine::wait_for_launched_work(int64_t handle) {
     {
       std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
       if (lock.owns_lock()) {
-        if (executor_.running() == 0) break;  // ended by the engine thread meanwhile
+        if (executor_.running() == 0) return true;  // ended (by the engine thread, or by the last poll)
         executor_.poll();
         polled = true;
       }
     }
     if (handles_->poll(handle).has_value()) break;  // this poll ended it
     const double now = steady_seconds();
-    if (now >= until) break;
+    if (now >= until) return false;
     if (polled && now - start >= kSpinSeconds && executor_.signals_every_end()) {
       // A fire after `seen` was read and before this wait ends it at once: no end is missed.
       seen = work_signal_->wait_past(seen, until - now);
@@ -89,6 +114,7 @@ void Engine::wait_for_launched_work(int64_t handle) {
       std::this_thread::yield();  // the engine thread holds the cycle, or the work has no signal
     }
   }
+  return true;
 }
 
 }  // namespace kolo

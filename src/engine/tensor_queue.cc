@@ -90,6 +90,12 @@ size_t TensorQueue::take_new_unless_driven(std::vector<Request>* out, const std:
   return take_locked(out);
 }
 
+bool TensorQueue::leave_new_to_caller() {
+  std::lock_guard<std::mutex> lock(mu_);
+  unannounced_ = fresh_count_;
+  return fresh_count_ > 0;
+}
+
 size_t TensorQueue::take_new(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mu_);
   return take_locked(out);

@@ -34,6 +34,11 @@ class TensorQueue {
   // lock: a caller counts itself before its push), so that the caller's own cycle takes its op up.
   static constexpr size_t kLeftToCaller = static_cast<size_t>(-1);
   size_t take_new_unless_driven(std::vector<Request>* out, const std::atomic<int>& drivers);
+  // A caller now drives (it has counted itself in the engine's drivers): every request pushed so far
+  // counts as pushed without waking the engine, so the engine thread neither wakes for them nor takes
+  // them while the caller drives (its wake-up then would spin, beside the caller, on a busy host).
+  // False, leaving nothing, where nothing new is left (the engine thread's cycle has taken it up).
+  bool leave_new_to_caller();
   // Waits until something is pushed (to be woken for), wake() is called, device work has ended
   // (device_done()), or `seconds` pass; true in the first two cases (a cycle is due).
   bool wait_for_work(double seconds);

@@ -4,9 +4,11 @@
 // tells which thread launched; on CUDA the results are still checked.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "gpu/gpu_test_util.h"
+#include "mpi/held_kolos_thread.h"
 
 namespace kolo {
 namespace {
@@ -55,11 +57,42 @@ TEST(GpuCallerDrives, ABlockingCallLaunchesItsWorkOnTheCallersThread) {
       EXPECT_EQ(*launcher(), std::this_thread::get_id()) << name;
     }
   }
-  // An op waited for later stays kolo's thread's.
-  expect_exact_sum("caller.async", 7.0,
-                   [&](const TensorView& v) { return wait(allreduce_async("caller.async", v, v, sum)); });
+  // An op that has ended before its wait is kolo's thread's.
+  expect_exact_sum("caller.polled", 7.0, [&](const TensorView& v) {
+    const Handle h = allreduce_async("caller.polled", v, v, sum);
+    while (!poll(h).has_value()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return wait(h);
+  });
   if (launcher()) {
     EXPECT_NE(*launcher(), std::this_thread::get_id());
+  }
+  if (!launcher()) GTEST_SKIP() << "results exact; only the host double tells which thread launched";
+}
+
+TEST(GpuCallerDrives, AnAsyncOpsWaitLaunchesItsWorkOnTheWaitingThread) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  // The first GPU op of a fresh kolo makes the communicator on kolo's thread.
+  expect_exact_sum("waiter.first", 0.5, [&](const TensorView& v) { return allreduce("waiter.first", v, v, sum); });
+  // While kolo's thread is held in a cycle, the op stays new: its wait() (or wait_on_stream(), which
+  // returns once the work is launched) finds it untaken, and the cycle that launches it is the waiter's.
+  for (const bool on_stream : {false, true}) {
+    for (int round = 0; round < 2; ++round) {
+      const std::string name = std::string(on_stream ? "waiter.stream." : "waiter.") + std::to_string(round);
+      expect_exact_sum(name, round, [&](const TensorView& v) {
+        testing::HeldKolosThread held("held." + name, 0.1);
+        const Handle h = allreduce_async(name, v, v, sum);
+        if (!on_stream) return wait(h);
+        const Status s = wait_on_stream(h, v.stream);
+        // The caller's stream waits for the work; the host waits for that stream before it reads.
+        if (s.ok()) testing::sync_stream(v.stream);
+        return s;
+      });
+      if (launcher()) {
+        EXPECT_EQ(*launcher(), std::this_thread::get_id()) << name;
+      }
+    }
   }
   if (!launcher()) GTEST_SKIP() << "results exact; only the host double tells which thread launched";
 }

@@ -1,16 +1,20 @@
 // Small ops. KOLO_CALLER_DRIVES: a blocking call runs its op's cycles on the caller's thread (alone in
 // flight or beside other ops), with the op (its callback runs there) where it rides on the negotiation
 // or its collective gives up on a lost peer (a flat allreduce of at most 64 KiB, nonblocking there); a
-// larger one, an async call, or the setting off leave it to kolo's thread. Through the host's shared memory (every rank on one host) every size gives up, and runs on the
-// caller. KOLO_SMALL_OP_BYTES: a recurring small allreduce rides on the negotiation, with the CPU
-// path's arithmetic. Each result exact.
+// larger one, or the setting off, leave it to kolo's thread. Through the host's shared memory (every
+// rank on one host) every size gives up, and runs on the caller. An async op's wait() drives it in the
+// same way where kolo's thread has not taken it up yet (else it is left to kolo's thread); an op that
+// ended before its wait is kolo's thread's, and a wait with a timeout drives nothing. KOLO_SMALL_OP_BYTES: a
+// recurring small allreduce rides on the negotiation, with the CPU path's arithmetic. Each result exact.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <thread>
 
+#include "held_kolos_thread.h"
 #include "mpi_test_util.h"
 
 namespace kolo {
@@ -37,10 +41,80 @@ TEST(CallerDrives, ABlockingCallAloneRunsOnTheCallersThread) {
   if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   const std::thread::id me = std::this_thread::get_id();
   // The first is negotiated and runs its own allreduce; cached, it rides.
-  for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(reduce_on("drives.blocking", true), me);
-    EXPECT_NE(reduce_on("drives.async", false), me);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(reduce_on("drives.blocking", true), me);
+}
+
+Handle sum_async(const std::string& name, Buffer* b, std::thread::id* ran_on) {
+  for (size_t i = 0; i < b->size(); ++i) b->set(i, rank() + 1.0);
+  AllreduceOptions o;
+  o.op = ReduceOp::kSum;
+  o.on_done = [ran_on](const Status&) { *ran_on = std::this_thread::get_id(); };
+  return allreduce_async(name, b->view(), b->view(), o);
+}
+
+void expect_summed(const Buffer& b) {
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(b.get(i), size() * (size() + 1) / 2.0);
+}
+
+TEST(CallerDrives, AnAsyncOpsWaitRunsItOnTheWaitingThread) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  const std::thread::id me = std::this_thread::get_id();
+  // While kolo's thread is held in a cycle, the op stays new: its wait finds it untaken and drives it.
+  for (int i = 0; i < 3; ++i) {
+    Buffer b(DataType::kFloat32, {3});
+    std::thread::id ran_on;
+    {
+      testing::HeldKolosThread held("drives.held." + std::to_string(i), 0.1);
+      const Handle h = sum_async("drives.async", &b, &ran_on);
+      EXPECT_TRUE(wait(h).ok());
+      EXPECT_NE(held.kolos_thread(), me);
+    }
+    expect_summed(b);
+    EXPECT_EQ(ran_on, me) << "round " << i;
   }
+  // Waited on by another thread than the one that submitted it: that thread runs it.
+  Buffer b(DataType::kFloat32, {5});
+  std::thread::id ran_on, waiter;
+  {
+    testing::HeldKolosThread held("drives.held.other", 0.1);
+    const Handle h = sum_async("drives.async.other", &b, &ran_on);
+    std::thread t([&] {
+      waiter = std::this_thread::get_id();
+      EXPECT_TRUE(wait(h).ok());
+    });
+    t.join();
+  }
+  expect_summed(b);
+  EXPECT_EQ(ran_on, waiter);
+}
+
+TEST(CallerDrives, AnAsyncOpEndedBeforeItsWaitIsKolosThreads) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  const std::thread::id me = std::this_thread::get_id();
+  for (int i = 0; i < 3; ++i) {
+    Buffer b(DataType::kFloat32, {3});
+    std::thread::id ran_on;
+    const Handle h = sum_async("drives.polled", &b, &ran_on);
+    while (!poll(h).has_value()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(wait(h).ok());
+    expect_summed(b);
+    EXPECT_NE(ran_on, me);
+  }
+}
+
+TEST(CallerDrives, AWaitWithATimeoutGivesUpOnTimeThenAWaitEndsIt) {
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks (one of them late)";
+  const bool late_rank = rank() == size() - 1;
+  // A bounded wait drives nothing (a cycle could outlast its bound): kolo's thread has the op meanwhile.
+  Buffer b(DataType::kFloat32, {3});
+  std::thread::id ran_on;
+  if (late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const Handle h = sum_async("drives.timeout", &b, &ran_on);
+  if (!late_rank) {
+    EXPECT_EQ(wait_for(h, 0.05).code(), StatusCode::kTimeout);
+  }
+  EXPECT_TRUE(wait(h).ok());
+  expect_summed(b);
 }
 
 TEST(CallerDrives, AnOpOverSixtyFourKibRunsOnKolosThread) {
@@ -107,7 +181,10 @@ TEST(CallerDrives, OpsInFlightOnEveryRankEndBesideTheDrivenOne) {
 
 TEST(CallerDrives, OffKolosThreadRunsEveryOp) {
   ScopedSettings off(Settings{{"KOLO_CALLER_DRIVES", "0"}});
-  for (int i = 0; i < 5; ++i) EXPECT_NE(reduce_on("drives.off", true), std::this_thread::get_id());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NE(reduce_on("drives.off", true), std::this_thread::get_id());
+    EXPECT_NE(reduce_on("drives.off.async", false), std::this_thread::get_id());
+  }
 }
 
 // Every op and scaling that rides, riding (a recurring name) and not (KOLO_SMALL_OP_BYTES=0): the same

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,31 @@ TEST(TensorQueue, KolosThreadLeavesAQuietPushToTheCallerDrivingIt) {
   ASSERT_NE(q.remove("b"), nullptr);
   EXPECT_TRUE(q.only(3));
   EXPECT_EQ(q.in_flight(), 1u);
+}
+
+TEST(TensorQueue, AnAsyncOpsWaiterTakesItOverUntilKolosThreadHasTakenItUp) {
+  TensorQueue q;
+  std::atomic<int> drivers{0};
+  std::vector<Request> fresh;
+  auto a = entry("a");
+  a->handle = 1;
+  ASSERT_TRUE(q.push(std::move(a)).ok());  // an async op: it wakes kolo's thread
+  // Its waiter counts itself a driver and takes it over: kolo's thread is not woken for it any more,
+  // nor takes it up.
+  drivers = 1;
+  EXPECT_TRUE(q.leave_new_to_caller());
+  EXPECT_FALSE(q.wait_for_work(0.0));
+  EXPECT_EQ(q.take_new_unless_driven(&fresh, drivers), TensorQueue::kLeftToCaller);
+  ASSERT_EQ(q.take_new(&fresh), 1u);  // the waiter's cycle
+  EXPECT_EQ(fresh[0].name, "a");
+  // Taken up by a cycle already: nothing is left for the next waiter to take over.
+  drivers = 0;
+  auto b = entry("b");
+  b->handle = 2;
+  ASSERT_TRUE(q.push(std::move(b)).ok());
+  ASSERT_EQ(q.take_new_unless_driven(&fresh, drivers), 1u);  // kolo's thread's cycle
+  EXPECT_FALSE(q.leave_new_to_caller());
+  EXPECT_EQ(q.in_flight(), 2u);
 }
 
 TEST(TensorQueue, CloseHandsBackEverythingAndRefusesMore) {
@@ -150,6 +176,76 @@ TEST(HandleTable, BoundedWaitTimesOutAndKeepsTheHandle) {
   EXPECT_EQ(t.wait(h, 0.01, nullptr).code(), StatusCode::kTimeout);
   t.complete(h, Status::OK(), Output());
   EXPECT_TRUE(t.wait(h, 0.01, nullptr).ok());
+}
+
+// An engine as an op's waiter sees it: records each drive, and ends the op as its cycles would.
+class RecordingDriver : public OpDriver {
+ public:
+  explicit RecordingDriver(HandleTable* table) : table_(table) {}
+  void drive_waited(int64_t handle, bool until_launched) override {
+    drives.push_back({handle, until_launched, std::this_thread::get_id()});
+    if (until_launched) {
+      table_->launched(handle, std::make_shared<int>(7), Output());
+    } else {
+      table_->complete(handle, Status::OK(), Output());
+    }
+  }
+  struct Drive {
+    int64_t handle;
+    bool until_launched;
+    std::thread::id thread;
+  };
+  std::vector<Drive> drives;
+
+ private:
+  HandleTable* table_;
+};
+
+TEST(HandleTable, AWaitWithoutALimitLetsTheOpsDriverRunItOnTheWaitingThread) {
+  HandleTable t;
+  auto driver = std::make_shared<RecordingDriver>(&t);
+  const int64_t h = t.create({}, "a", driver);
+  EXPECT_TRUE(t.wait(h, -1, nullptr).ok());
+  ASSERT_EQ(driver->drives.size(), 1u);
+  EXPECT_EQ(driver->drives[0].handle, h);
+  EXPECT_FALSE(driver->drives[0].until_launched);
+  EXPECT_EQ(driver->drives[0].thread, std::this_thread::get_id());
+  // wait_launched drives until the work is launched, and hands its event over.
+  const int64_t l = t.create({}, "b", driver);
+  std::shared_ptr<void> event;
+  EXPECT_TRUE(t.wait_launched(l, &event, nullptr).ok());
+  ASSERT_EQ(driver->drives.size(), 2u);
+  EXPECT_TRUE(driver->drives[1].until_launched);
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(*static_cast<int*>(event.get()), 7);
+  t.complete(l, Status::OK(), Output());  // its end, later, finds nobody waiting
+  EXPECT_EQ(t.size(), 0u);
+}
+
+TEST(HandleTable, NothingDrivesABoundedWaitAnEndedOpOrAnOpWhoseEngineIsGone) {
+  HandleTable t;
+  auto driver = std::make_shared<RecordingDriver>(&t);
+  const int64_t bounded = t.create({}, "bounded", driver);
+  EXPECT_EQ(t.wait(bounded, 0.01, nullptr).code(), StatusCode::kTimeout);
+  const int64_t ended = t.create({}, "ended", driver);
+  t.complete(ended, Status::Aborted("over"), Output());
+  EXPECT_EQ(t.wait(ended, -1, nullptr).code(), StatusCode::kAborted);
+  EXPECT_TRUE(driver->drives.empty());
+  // An engine shut down since: the op is ended by whoever ends it (here, another thread).
+  std::weak_ptr<RecordingDriver> gone;
+  int64_t orphan = 0;
+  {
+    auto short_lived = std::make_shared<RecordingDriver>(&t);
+    orphan = t.create({}, "orphan", short_lived);
+    gone = short_lived;
+  }
+  EXPECT_TRUE(gone.expired());
+  std::thread ender([&] { t.complete(orphan, Status::OK(), Output()); });
+  EXPECT_TRUE(t.wait(orphan, -1, nullptr).ok());
+  ender.join();
+  t.complete(bounded, Status::OK(), Output());
+  EXPECT_TRUE(t.wait(bounded, 0.01, nullptr).ok());
+  EXPECT_TRUE(driver->drives.empty());
 }
 
 TEST(HandleTable, AnOpEndsOnceItsCallbackFirstAndALaterEndIsIgnored) {
