@@ -1,6 +1,7 @@
 """Small-op latency from Python: one float32 scalar (and 16 of them) allreduced through kolo.torch's
-blocking allreduce_, through allreduce_async_ + synchronize (the path every blocking call took before
-KOLO_CALLER_DRIVES), and through mpi4py's Allreduce on a numpy array (the peer). Each op is timed
+blocking allreduce_, through allreduce (out of place, autograd's: Horovod's usual call for a metric;
+an async op and its synchronize underneath), through allreduce_async_ + synchronize, and through
+mpi4py's Allreduce on a numpy array (the peer). Each op is timed
 between barriers (a step lasts until the slowest rank has it); the modes take turns in blocks of
 --block ops, so that one mode's engine activity does not spill into the next's ops; medians and ratios.
 
@@ -39,8 +40,9 @@ for n in (1, 16):
     t = torch.ones(n)
     a = np.ones(n, np.float32)
     # The names made once, as a training loop's constant name: formatting one per op timed the benchmark.
-    name, async_name = "small.%d" % n, "small.async.%d" % n
+    name, async_name, out_name = "small.%d" % n, "small.async.%d" % n, "small.out.%d" % n
     modes = [("kolo.torch allreduce_", lambda: kolo.allreduce_(t, op=kolo.Sum, name=name)),
+             ("kolo.torch allreduce (out of place)", lambda: kolo.allreduce(t, op=kolo.Sum, name=out_name)),
              ("kolo.torch allreduce_async_ + synchronize",
               lambda: kolo.synchronize(kolo.allreduce_async_(t, op=kolo.Sum, name=async_name))),
              ("mpi4py Allreduce", lambda: comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM))]

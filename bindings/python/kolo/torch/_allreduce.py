@@ -85,6 +85,12 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     compression (e.g. Compression.fp16) is applied on the way into the collective and undone on the
     way out.
     """
+    if (compression is None and type(tensor) is torch.Tensor and not tensor.is_cuda
+            and not (tensor.requires_grad and torch.is_grad_enabled())):
+        # Outside autograd on the CPU (a metric, a loss): a copy reduced in place, through allreduce_'s
+        # one call, without the autograd Function's steps (most of a small op's time from Python).
+        return allreduce_(tensor.clone(memory_format=torch.contiguous_format), average, name, op, prescale_factor,
+                          postscale_factor, process_set)
     from kolo.torch.compression import Compression
     compression = compression or Compression.none
     code = engine_compression(compression, tensor.dtype == torch.float32)
