@@ -32,7 +32,8 @@ const std::vector<SettingInfo>& known_settings() {
        "beside other ops), and the op where it rides on it (KOLO_SMALL_OP_BYTES), is a flat CPU allreduce of at "
        "most 64 KiB, or is a GPU op whose communicators exist (launched on kolo's stream, its end polled for "
        "up to 10 ms), on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
-       "op's latency); other ops run on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
+       "op's latency); an async op's wait() (or wait_on_stream()) does the same where kolo's thread has not taken "
+       "the op up yet; other ops run on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
       {"KOLO_SMALL_OP_BYTES", "256",
        "A CPU allreduce of at most this many bytes (float32, float64, int32 or int64; not Adasum) whose name "
        "recurs rides on the negotiation's own collective when every rank has it ready: one collective "

@@ -86,11 +86,10 @@ void Engine::hold_while_device_is_full() {
 bool Engine::wait_for_launched_work(int64_t handle) {
   // The caller's cycle launched device work (kolo's stream; nothing waits on a peer): the caller,
   // which would otherwise block in wait(), ends the work itself, instead of the engine thread's
-  // wake-up and a hand-off back. A small op's work ends within
-  // tens of microseconds, sooner than a sleeping thread is woken on a busy host: the caller polls,
-  // yielding, for kSpinSeconds, then sleeps until the work's signal (or keeps polling where the work
-  // has none). Bounded: work still running after kMostSeconds is the engine thread's, whose waits are
-  // the peer watch's.
+  // wake-up and a hand-off back. A small op's work ends within tens of microseconds, sooner than a
+  // sleeping thread is woken on a busy host: the caller polls, yielding, for kSpinSeconds, then sleeps
+  // until the work's signal (or keeps polling where the work has none). Bounded: work still running
+  // after kMostSeconds is the engine thread's, whose waits are the peer watch's.
   constexpr double kSpinSeconds = 50e-6, kMostSeconds = 0.01;
   const double start = steady_seconds(), until = start + kMostSeconds;
   uint64_t seen = work_signal_->fired();
