@@ -19,6 +19,13 @@ std::unique_ptr<TensorEntry> entry(const std::string& name, int rank = 0) {
   return e;
 }
 
+// Pushes an op of `name` with `handle`: `wake`, an async op's push; else a blocking one's.
+void push(TensorQueue* q, const std::string& name, int64_t handle, bool wake) {
+  auto e = entry(name);
+  e->handle = handle;
+  ASSERT_TRUE(q->push(std::move(e), wake).ok());
+}
+
 TEST(TensorQueue, RejectsANameAlreadyInFlight) {
   TensorQueue q;
   ASSERT_TRUE(q.push(entry("a", 2)).ok());
@@ -37,13 +44,9 @@ TEST(TensorQueue, KolosThreadLeavesAQuietPushToTheCallerDrivingIt) {
   TensorQueue q;
   std::atomic<int> drivers{0};
   std::vector<Request> fresh;
-  auto a = entry("a");
-  a->handle = 1;
-  ASSERT_TRUE(q.push(std::move(a)).ok());  // an async op: it wakes kolo's thread
+  push(&q, "a", 1, true);  // an async op: it wakes kolo's thread
   drivers = 1;
-  auto b = entry("b");
-  b->handle = 2;
-  ASSERT_TRUE(q.push(std::move(b), /*wake=*/false).ok());  // a blocking one: its caller drives
+  push(&q, "b", 2, false);  // a blocking one: its caller drives
   EXPECT_EQ(q.in_flight(), 2u);
   EXPECT_FALSE(q.only(2));
   // While the caller drives, kolo's thread takes nothing: the caller's cycle takes both.
@@ -52,9 +55,7 @@ TEST(TensorQueue, KolosThreadLeavesAQuietPushToTheCallerDrivingIt) {
   EXPECT_EQ(fresh[0].name, "a");
   EXPECT_EQ(fresh[1].name, "b");
   // A caller that has left (drivers back to 0) leaves its op to kolo's thread.
-  auto c = entry("c");
-  c->handle = 3;
-  ASSERT_TRUE(q.push(std::move(c), /*wake=*/false).ok());
+  push(&q, "c", 3, false);
   drivers = 0;
   ASSERT_EQ(q.take_new_unless_driven(&fresh, drivers), 1u);
   EXPECT_EQ(fresh[0].name, "c");
@@ -68,9 +69,7 @@ TEST(TensorQueue, AnAsyncOpsWaiterTakesItOverUntilKolosThreadHasTakenItUp) {
   TensorQueue q;
   std::atomic<int> drivers{0};
   std::vector<Request> fresh;
-  auto a = entry("a");
-  a->handle = 1;
-  ASSERT_TRUE(q.push(std::move(a)).ok());  // an async op: it wakes kolo's thread
+  push(&q, "a", 1, true);  // an async op: it wakes kolo's thread
   // Its waiter counts itself a driver and takes it over: kolo's thread is not woken for it any more,
   // nor takes it up.
   drivers = 1;
@@ -81,9 +80,7 @@ TEST(TensorQueue, AnAsyncOpsWaiterTakesItOverUntilKolosThreadHasTakenItUp) {
   EXPECT_EQ(fresh[0].name, "a");
   // Taken up by a cycle already: nothing is left for the next waiter to take over.
   drivers = 0;
-  auto b = entry("b");
-  b->handle = 2;
-  ASSERT_TRUE(q.push(std::move(b)).ok());
+  push(&q, "b", 2, true);
   ASSERT_EQ(q.take_new_unless_driven(&fresh, drivers), 1u);  // kolo's thread's cycle
   EXPECT_FALSE(q.leave_new_to_caller());
   EXPECT_EQ(q.in_flight(), 2u);
