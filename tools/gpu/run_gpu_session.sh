@@ -100,6 +100,15 @@ step overhead_np1_peer_nonblocking 120 mpirun -np 1 --bind-to none "$build/bench
   --rounds 5 --row-seconds 0.4 --steps 10 --peer-blocking 0 --json "$logs/overhead_np1_peer_nonblocking.json"
 grep -E "^ +(8|32|2048|131072|1048576|8388608|67108864) |kolo: |from 1 MiB|below 1 MiB" \
   "$logs/overhead_np1_peer_nonblocking.log" | sed "s/^/    peer nonblocking: /" >> "$summary"
+# An async op waited for at once (allreduce_async + wait): its waiter drives it where kolo's thread has not
+# taken it up yet; with KOLO_CALLER_DRIVES=0, kolo's thread alone, which watches the work it launched.
+for drives in 1 0; do
+  step "overhead_np1_async_drives$drives" 60 env KOLO_CALLER_DRIVES=$drives mpirun -np 1 --bind-to none \
+    "$build/benchmarks/gpu_allreduce" --max-bytes 1048576 --rounds 5 --row-seconds 0.2 --steps 3 --async 1 \
+    --json "$logs/overhead_np1_async_drives$drives.json"
+  grep -E "^ +(8|2048|131072|1048576) |below 1 MiB" "$logs/overhead_np1_async_drives$drives.log" |
+    sed "s/^/    async, drives=$drives: /" >> "$summary"
+done
 for drives in 1 0; do
   step "timeline_np1_drives$drives" 60 env KOLO_CALLER_DRIVES=$drives KOLO_TIMELINE="$logs/timeline_np1_drives$drives.json" \
     KOLO_TIMELINE_MARK_CYCLES=1 mpirun -np 1 --bind-to none "$build/benchmarks/gpu_allreduce" --max-bytes 4096 \
