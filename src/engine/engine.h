@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -120,6 +121,8 @@ class Engine : public OpDriver {
   // bound (woken by the work's signal), instead of leaving that to the engine thread. False: work still
   // runs after the bound (the engine thread's now).
   bool wait_for_launched_work(int64_t handle);
+  // Ends the device work that has ended, unless a cycle holds the lock (nullopt); whether some did.
+  std::optional<bool> try_poll_device_work();
   // Ends the device work that has ended; the next nap: the first again if some did, else doubled.
   double poll_device_work(double nap);
   // How long to wait before polling device work again: until `until` where the work's end wakes this

@@ -2,6 +2,7 @@
 // driving caller's thread for the work its cycle launched. Woken by the work's signal where every running
 // group fires one, else polled in naps.
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "common/clock.h"
@@ -15,12 +16,18 @@ namespace {
 constexpr double kFirstNap = 10e-6, kLongestNap = 250e-6;
 }  // namespace
 
-double Engine::poll_device_work(double nap) {
+std::optional<bool> Engine::try_poll_device_work() {
   std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return nap;  // a caller's cycle polls meanwhile
+  if (!lock.owns_lock()) return std::nullopt;  // a caller's cycle polls meanwhile
   const size_t before = executor_.running();
   executor_.poll();
-  return executor_.running() < before ? kFirstNap : std::min(nap * 2, kLongestNap);
+  return executor_.running() < before;
+}
+
+double Engine::poll_device_work(double nap) {
+  const std::optional<bool> ended = try_poll_device_work();
+  if (!ended) return nap;
+  return *ended ? kFirstNap : std::min(nap * 2, kLongestNap);
 }
 
 double Engine::device_wait(double nap, double until) const {
@@ -50,15 +57,12 @@ void Engine::spin_on_launched_work(uint64_t seen) {
   const double until = steady_seconds() + kSpinSeconds;
   const size_t in_flight = queue_.in_flight();
   while (steady_seconds() < until && queue_.in_flight() <= in_flight && !stop_requested_) {
+    if (executor_.running_any_thread() == 0) return;  // ended meanwhile (a caller's cycle polled it)
     const bool signalled = executor_.signals_every_end();
     if (!signalled || work_signal_->fired() != seen) {
-      std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
-      if (lock.owns_lock()) {
-        const size_t before = executor_.running();
-        if (before > 0) executor_.poll();
-        if (executor_.running() < before || executor_.running() == 0) return;
-        if (signalled) seen = work_signal_->fired();  // another group's end: watch for the next
-      }
+      const std::optional<bool> ended = try_poll_device_work();
+      if (ended.value_or(false)) return;
+      if (ended && signalled) seen = work_signal_->fired();  // another group's end: watch for the next
     }
     std::this_thread::yield();
   }
