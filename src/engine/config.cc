@@ -26,14 +26,18 @@ const std::vector<SettingInfo>& known_settings() {
   static const std::vector<SettingInfo> settings = {
       {"KOLO_CYCLE_TIME_MS", "1",
        "Time between negotiation cycles while this rank has ops in flight; an op enqueued on an idle "
-       "engine starts a cycle at once, and an engine with nothing in flight sleeps longer, up to 50 ms."},
+       "engine starts a cycle at once (a small async one, see KOLO_CALLER_DRIVES, within this time), and an "
+       "engine with nothing in flight sleeps longer, up to 50 ms."},
       {"KOLO_CALLER_DRIVES", "1",
        "A blocking call (allreduce, not allreduce_async) runs the negotiation of its op (alone in flight or "
        "beside other ops), and the op where it rides on it (KOLO_SMALL_OP_BYTES), is a flat CPU allreduce of at "
        "most 64 KiB, or is a GPU op whose communicators exist (launched on kolo's stream, its end polled for "
        "up to 10 ms), on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
        "op's latency); an async op's wait() (or wait_on_stream()) does the same where kolo's thread has not taken "
-       "the op up yet; other ops run on kolo's thread. 0: always kolo's thread. Needs MPI_THREAD_MULTIPLE."},
+       "the op up yet, and a small async allreduce of a CPU tensor (at most KOLO_SMALL_OP_BYTES) does not wake "
+       "kolo's thread where it will look within KOLO_CYCLE_TIME_MS anyway (it is awake, or napping in a burst "
+       "of such ops), so that a wait soon after finds it untaken; other ops run on kolo's thread. 0: always "
+       "kolo's thread. Needs MPI_THREAD_MULTIPLE."},
       {"KOLO_SMALL_OP_BYTES", "256",
        "A CPU allreduce of at most this many bytes (float32, float64, int32 or int64; not Adasum) whose name "
        "recurs rides on the negotiation's own collective when every rank has it ready: one collective "

@@ -33,6 +33,12 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
   work_signal_->listen([this] {
     if (drivers_ == 0) queue_.device_done();
   });
+  // A small async op not waited for is taken up within the cycle time, as Horovod takes up every op;
+  // with a cycle time under 0.1 ms, at once (napping that often would cost more than the wakes it spares).
+  constexpr double kLeastSoonMs = 0.1;
+  if (config_.caller_drives && config_.cycle_time_ms >= kLeastSoonMs) {
+    queue_.set_soon_seconds(config_.cycle_time_ms / 1000.0);
+  }
   if (config_.autotune.enabled) {
     const TunedSettings start{config_.fusion_threshold_bytes, config_.segment_bytes, config_.zero_copy_bytes,
                               config_.hierarchical_allreduce && topology.homogeneous};
@@ -70,7 +76,13 @@ void Engine::prepare_thread() {
 Status Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
   const bool quiet = caller_drives && config_.caller_drives;
   if (quiet) ++drivers_;  // until its drive() ends, the engine thread leaves cycles to it
-  Status s = queue_.push(std::move(entry), !quiet);
+  TensorQueue::Announce announce = quiet ? TensorQueue::Announce::kQuiet : TensorQueue::Announce::kWake;
+  // A small async op of a CPU tensor (a metric, a loss) is usually waited for at once: its wait drives it.
+  if (!quiet && config_.caller_drives && entry->input.device.type == DeviceType::kCPU &&
+      may_ride(entry->request, static_cast<size_t>(config_.small_op_bytes))) {
+    announce = TensorQueue::Announce::kSoon;
+  }
+  Status s = queue_.push(std::move(entry), announce);
   if (s.ok() && abandoned_) {
     // Its thread may never take the op up (abandon() came after the caller found this engine).
     std::lock_guard<std::mutex> lock(timeline_mu_);

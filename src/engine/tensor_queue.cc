@@ -1,6 +1,9 @@
 #include "engine/tensor_queue.h"
 
+#include <algorithm>
 #include <chrono>
+
+#include "common/clock.h"
 
 namespace kolo {
 
@@ -23,7 +26,13 @@ void TensorQueue::recycle(std::unique_ptr<TensorEntry> entry) {
   if (spare_entries_.size() < kMostSpares) spare_entries_.push_back(std::move(entry));
 }
 
-Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
+void TensorQueue::set_soon_seconds(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  soon_seconds_ = seconds;
+}
+
+Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, Announce announce) {
+  bool wake = announce == Announce::kWake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return Status::NotInitialized(closed_reason_);
@@ -40,7 +49,22 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, bool wake) {
     }
     if (fresh_count_ == fresh_.size()) fresh_.emplace_back();
     fresh_[fresh_count_++] = entry->request;  // an assignment: into a spare request's memory
-    if (!wake) ++unannounced_;
+    if (announce == Announce::kSoon) {
+      const double now = steady_seconds();
+      if (soon_seconds_ <= 0 || listening_until_ > now + soon_seconds_) {
+        wake = true;  // the engine thread sleeps long: woken, as for any op
+      } else {
+        ++unannounced_;
+        if (soon_++ == 0) soon_due_ = now + soon_seconds_;
+      }
+      // Ops that come this close together (a burst, a tight loop): the next finds the thread napping.
+      // Further apart, the naps would end before it came.
+      if (now - last_soon_ <= soon_seconds_ * kNapsSpan) nap_ = soon_seconds_;
+      last_soon_ = now;
+    } else if (announce == Announce::kQuiet) {
+      ++unannounced_;
+      soon_ = 0;  // its caller's cycle takes up every new request
+    }
     joining_ = entry->request.kind == OpKind::kJoin;
     insert_locked(std::move(entry));
     recount();
@@ -93,6 +117,7 @@ size_t TensorQueue::take_new_unless_driven(std::vector<Request>* out, const std:
 bool TensorQueue::leave_new_to_caller() {
   std::lock_guard<std::mutex> lock(mu_);
   unannounced_ = fresh_count_;
+  soon_ = 0;
   return fresh_count_ > 0;
 }
 
@@ -107,15 +132,40 @@ size_t TensorQueue::take_locked(std::vector<Request>* out) {
   for (size_t i = 0; i < n; ++i) std::swap((*out)[i], fresh_[i]);
   fresh_count_ = 0;
   unannounced_ = 0;
+  soon_ = 0;
   return n;
 }
 
 bool TensorQueue::wait_for_work(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
-  const bool work =
-      cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                   [this] { return fresh_count_ > unannounced_ || woken_ || device_done_; }) &&
-      (fresh_count_ > unannounced_ || woken_);
+  double now = steady_seconds();
+  const double until = now + seconds;
+  bool work = false;
+  for (;;) {
+    if (fresh_count_ > unannounced_ || woken_) {
+      work = true;
+      break;
+    }
+    if (device_done_) break;
+    if (soon_ > 0 && now >= soon_due_) {
+      // No wait came for them: a cycle is due, which takes them up unless a caller drives meanwhile (its
+      // cycle takes them; they stay unannounced, so that this thread does not spin beside it).
+      soon_ = 0;
+      work = true;
+      break;
+    }
+    if (now >= until) break;
+    double wake_at = until;
+    if (soon_ > 0) wake_at = std::min(wake_at, soon_due_);
+    if (nap_ > 0) {
+      wake_at = std::min(wake_at, now + nap_);
+      nap_ = nap_ * 2 > soon_seconds_ * kLongestNap ? 0 : nap_ * 2;
+    }
+    listening_until_ = wake_at;
+    cv_.wait_for(lock, std::chrono::duration<double>(wake_at - now));
+    now = steady_seconds();
+  }
+  listening_until_ = 0;
   woken_ = false;
   device_done_ = false;
   return work;

@@ -22,9 +22,20 @@ class TensorQueue {
   std::unique_ptr<TensorEntry> new_entry();
   // Takes back a finished entry for new_entry() (a few at most: the rest are freed).
   void recycle(std::unique_ptr<TensorEntry> entry);
-  // Fails, keeping nothing, when the name is already in flight or the queue is closed. `wake`: the
-  // engine is woken (false: its caller runs the cycle itself, Engine::drive, or wakes it).
-  Status push(std::unique_ptr<TensorEntry> entry, bool wake = true);
+  // How a push tells the engine thread of its op.
+  enum class Announce {
+    kWake,   // woken at once
+    kQuiet,  // not woken: its caller runs the cycle itself (Engine::drive), or wakes it
+    // A small async op: left for its wait to drive where the engine thread will look at the queue
+    // within soon_seconds anyway (it is awake, napping, or due soon), else woken. Waking a sleeping
+    // thread costs its waker a system call and an interrupt to the sleeper's core, most of a small
+    // op's time on a virtual machine; a wait that comes at once then finds its op untaken.
+    kSoon,
+  };
+  // Fails, keeping nothing, when the name is already in flight or the queue is closed.
+  Status push(std::unique_ptr<TensorEntry> entry, Announce announce = Announce::kWake);
+  // The most a kSoon push waits for the engine thread: 0 (the default) wakes it as kWake does.
+  void set_soon_seconds(double seconds);
   // Moves the requests pushed since the last call to the front of *out, in push order, and returns
   // how many. The rest of *out is left as it is: both sides keep their requests' memory for the
   // next cycle.
@@ -39,8 +50,10 @@ class TensorQueue {
   // them while the caller drives (its wake-up then would spin, beside the caller, on a busy host).
   // False, leaving nothing, where nothing new is left (the engine thread's cycle has taken it up).
   bool leave_new_to_caller();
-  // Waits until something is pushed (to be woken for), wake() is called, device work has ended
-  // (device_done()), or `seconds` pass; true in the first two cases (a cycle is due).
+  // Waits until something is pushed (to be woken for), wake() is called, a kSoon push has waited
+  // soon_seconds, device work has ended (device_done()), or `seconds` pass; true in the first three cases
+  // (a cycle is due). Within a burst of kSoon pushes it sleeps in naps (kLongestNap), so that the next one
+  // needs no wake.
   bool wait_for_work(double seconds);
   void wake();
   // Device work has ended (from the backend's thread, WorkSignal): ends the engine's wait without a
@@ -72,6 +85,10 @@ class TensorQueue {
   // Spares kept at most, of entries and of nodes each: past a burst (a model's gradients), the rest
   // are freed.
   static constexpr size_t kMostSpares = 64;
+  // After a kSoon push that came within kNapsSpan soon_seconds of the last one (a burst, a tight loop), the
+  // engine thread sleeps in naps of soon_seconds, then twice that (kLongestNap), then as long as it is told
+  // to: the next op of the burst finds it napping. Ops further apart wake it, and cost no naps.
+  static constexpr double kLongestNap = 2, kNapsSpan = 3;
   // Under mu_, after entries_ changed: what in_flight() and only() read.
   void recount();
   // Under mu_: take_new's work.
@@ -87,6 +104,13 @@ class TensorQueue {
   std::vector<Request> fresh_;  // the first fresh_count_ are new; the rest, spares
   size_t fresh_count_ = 0;
   size_t unannounced_ = 0;  // of the new, pushed without waking the engine
+  // kSoon pushes: of the unannounced, those the engine thread takes up at soon_due_ unless a caller does.
+  size_t soon_ = 0;
+  double soon_due_ = 0;
+  double soon_seconds_ = 0;
+  double nap_ = 0;              // the engine thread's next nap; 0: it sleeps as long as it is told to
+  double last_soon_ = -1e9;     // when the last kSoon push came
+  double listening_until_ = 0;  // when the sleeping engine thread next looks at the queue; 0 while awake
   bool woken_ = false;
   bool device_done_ = false;
   bool joining_ = false;  // a join is in flight: nothing more until it completes

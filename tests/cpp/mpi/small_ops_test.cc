@@ -4,7 +4,8 @@
 // larger one, or the setting off, leave it to kolo's thread. Through the host's shared memory (every
 // rank on one host) every size gives up, and runs on the caller. An async op's wait() drives it in the
 // same way where kolo's thread has not taken it up yet (else it is left to kolo's thread); an op that
-// ended before its wait is kolo's thread's, and a wait with a timeout drives nothing. KOLO_SMALL_OP_BYTES: a
+// ended before its wait is kolo's thread's, and a wait with a timeout drives nothing. A small async op's push
+// does not wake kolo's thread where it will look within the cycle time: a wait that comes sooner runs it. KOLO_SMALL_OP_BYTES: a
 // recurring small allreduce rides on the negotiation, with the CPU path's arithmetic. Each result exact.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -86,6 +87,26 @@ TEST(CallerDrives, AnAsyncOpsWaitRunsItOnTheWaitingThread) {
   }
   expect_summed(b);
   EXPECT_EQ(ran_on, waiter);
+}
+
+TEST(CallerDrives, ASmallAsyncOpWaitedForWithinTheCycleTimeRunsOnTheWaitingThread) {
+  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  // Its push leaves kolo's thread asleep for up to the cycle time (here long): the wait takes it over.
+  ScopedSettings long_cycles(Settings{{"KOLO_CYCLE_TIME_MS", "3000"}});
+  const std::thread::id me = std::this_thread::get_id();
+  for (int i = 0; i < 5; ++i) {
+    Buffer b(DataType::kFloat32, {3});
+    std::thread::id ran_on;
+    const Handle h = sum_async("drives.soon", &b, &ran_on);
+    EXPECT_TRUE(wait(h).ok());
+    expect_summed(b);
+    EXPECT_EQ(ran_on, me) << "round " << i;
+  }
+  // Over KOLO_SMALL_OP_BYTES it wakes kolo's thread, which usually takes it up first; its value is the same.
+  Buffer large(DataType::kFloat32, {1000});
+  std::thread::id ran_on;
+  EXPECT_TRUE(wait(sum_async("drives.not.soon", &large, &ran_on)).ok());
+  expect_summed(large);
 }
 
 TEST(CallerDrives, AnAsyncOpEndedBeforeItsWaitIsKolosThreads) {

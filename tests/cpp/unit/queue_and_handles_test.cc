@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "engine/handle_table.h"
 #include "engine/tensor_queue.h"
 
@@ -19,12 +21,16 @@ std::unique_ptr<TensorEntry> entry(const std::string& name, int rank = 0) {
   return e;
 }
 
-// Pushes an op of `name` with `handle`: `wake`, an async op's push; else a blocking one's.
-void push(TensorQueue* q, const std::string& name, int64_t handle, bool wake) {
+// Pushes an op of `name` with `handle`, announced as `announce` says (kWake: an async op's push; kQuiet:
+// a blocking one's).
+void push(TensorQueue* q, const std::string& name, int64_t handle, TensorQueue::Announce announce) {
   auto e = entry(name);
   e->handle = handle;
-  ASSERT_TRUE(q->push(std::move(e), wake).ok());
+  ASSERT_TRUE(q->push(std::move(e), announce).ok());
 }
+
+constexpr TensorQueue::Announce kWake = TensorQueue::Announce::kWake, kQuiet = TensorQueue::Announce::kQuiet,
+                                kSoon = TensorQueue::Announce::kSoon;
 
 TEST(TensorQueue, RejectsANameAlreadyInFlight) {
   TensorQueue q;
@@ -44,9 +50,9 @@ TEST(TensorQueue, KolosThreadLeavesAQuietPushToTheCallerDrivingIt) {
   TensorQueue q;
   std::atomic<int> drivers{0};
   std::vector<Request> fresh;
-  push(&q, "a", 1, true);  // an async op: it wakes kolo's thread
+  push(&q, "a", 1, kWake);  // an async op: it wakes kolo's thread
   drivers = 1;
-  push(&q, "b", 2, false);  // a blocking one: its caller drives
+  push(&q, "b", 2, kQuiet);  // a blocking one: its caller drives
   EXPECT_EQ(q.in_flight(), 2u);
   EXPECT_FALSE(q.only(2));
   // While the caller drives, kolo's thread takes nothing: the caller's cycle takes both.
@@ -55,7 +61,7 @@ TEST(TensorQueue, KolosThreadLeavesAQuietPushToTheCallerDrivingIt) {
   EXPECT_EQ(fresh[0].name, "a");
   EXPECT_EQ(fresh[1].name, "b");
   // A caller that has left (drivers back to 0) leaves its op to kolo's thread.
-  push(&q, "c", 3, false);
+  push(&q, "c", 3, kQuiet);
   drivers = 0;
   ASSERT_EQ(q.take_new_unless_driven(&fresh, drivers), 1u);
   EXPECT_EQ(fresh[0].name, "c");
@@ -69,7 +75,7 @@ TEST(TensorQueue, AnAsyncOpsWaiterTakesItOverUntilKolosThreadHasTakenItUp) {
   TensorQueue q;
   std::atomic<int> drivers{0};
   std::vector<Request> fresh;
-  push(&q, "a", 1, true);  // an async op: it wakes kolo's thread
+  push(&q, "a", 1, kWake);  // an async op: it wakes kolo's thread
   // Its waiter counts itself a driver and takes it over: kolo's thread is not woken for it any more,
   // nor takes it up.
   drivers = 1;
@@ -80,10 +86,71 @@ TEST(TensorQueue, AnAsyncOpsWaiterTakesItOverUntilKolosThreadHasTakenItUp) {
   EXPECT_EQ(fresh[0].name, "a");
   // Taken up by a cycle already: nothing is left for the next waiter to take over.
   drivers = 0;
-  push(&q, "b", 2, true);
+  push(&q, "b", 2, kWake);
   ASSERT_EQ(q.take_new_unless_driven(&fresh, drivers), 1u);  // kolo's thread's cycle
   EXPECT_FALSE(q.leave_new_to_caller());
   EXPECT_EQ(q.in_flight(), 2u);
+}
+
+TEST(TensorQueue, ASoonPushIsLeftForItsWaitUntilItsTimeThenAnnounced) {
+  TensorQueue q;
+  q.set_soon_seconds(0.2);
+  std::vector<Request> fresh;
+  const double pushed = steady_seconds();
+  push(&q, "a", 1, kSoon);  // kolo's thread is awake (not in a wait): it will look in time
+  EXPECT_FALSE(q.wait_for_work(0.0));
+  // No wait came for it: kolo's thread takes it up once its time has come.
+  EXPECT_TRUE(q.wait_for_work(30.0));
+  EXPECT_GE(steady_seconds() - pushed, 0.2);
+  ASSERT_EQ(q.take_new(&fresh), 1u);
+  EXPECT_EQ(fresh[0].name, "a");
+  // One its waiter takes over is not announced at all.
+  push(&q, "b", 2, kSoon);
+  EXPECT_TRUE(q.leave_new_to_caller());
+  EXPECT_FALSE(q.wait_for_work(0.4));
+  ASSERT_EQ(q.take_new(&fresh), 1u);
+  EXPECT_EQ(fresh[0].name, "b");
+}
+
+TEST(TensorQueue, ASoonPushWakesKolosThreadFromALongSleepButNotFromANap) {
+  TensorQueue q;
+  q.set_soon_seconds(20.0);
+  std::vector<Request> fresh;
+  std::atomic<double> woke{0};
+  // Before any soon push, kolo's thread sleeps as long as it is told to: a soon push wakes it, as any push.
+  std::thread sleeper([&] {
+    EXPECT_TRUE(q.wait_for_work(60.0));
+    woke = steady_seconds();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double pushed = steady_seconds();
+  push(&q, "a", 1, kSoon);
+  sleeper.join();
+  EXPECT_LT(woke - pushed, 10.0);
+  ASSERT_EQ(q.take_new(&fresh), 1u);
+  // After a soon push it sleeps in naps, the first of soon_seconds: a soon push meanwhile is left for its
+  // wait, and announced only once its time has come.
+  q.set_soon_seconds(0.05);
+  push(&q, "b", 2, kSoon);  // left for its wait (kolo's thread is awake): the naps start at 50 ms
+  ASSERT_EQ(q.take_new(&fresh), 1u);
+  ASSERT_NE(q.remove("b"), nullptr);
+  std::thread napper([&] {
+    EXPECT_TRUE(q.wait_for_work(60.0));
+    woke = steady_seconds();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double pushed_again = steady_seconds();
+  push(&q, "b", 2, kSoon);
+  napper.join();
+  EXPECT_GE(woke - pushed_again, 0.05);
+  ASSERT_EQ(q.take_new(&fresh), 1u);
+  EXPECT_EQ(fresh[0].name, "b");
+}
+
+TEST(TensorQueue, WithoutSoonSecondsASoonPushWakesKolosThread) {
+  TensorQueue q;
+  push(&q, "a", 1, kSoon);
+  EXPECT_TRUE(q.wait_for_work(0.0));
 }
 
 TEST(TensorQueue, CloseHandsBackEverythingAndRefusesMore) {
