@@ -6,13 +6,15 @@ from kolo._errors import error_for
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
 from kolo.torch._descriptors import _DTYPES, _describe, _name
-from kolo.torch._handles import _add, _group_handle, _group_names, synchronize
+from kolo.torch._handles import _add, _group_handle, _group_names, _handles, synchronize
 from kolo._policy.compression import engine_compression
 from kolo._policy.scaling import check_differentiable
 from kolo.torch._reduce_ops import Adasum, _op_of
 
 
-_allreduce_cpu_in_place = _C.allreduce_cpu_in_place  # looked up once: allreduce_ of a scalar counts each step
+# Looked up once: allreduce_ (and allreduce_async_) of a scalar counts each step.
+_allreduce_cpu_in_place = _C.allreduce_cpu_in_place
+_allreduce_cpu_async_in_place = _C.allreduce_cpu_async_in_place
 
 
 def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
@@ -55,8 +57,18 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=global_process_set, _compression=COMPRESSION_NONE):
     """Starts an in-place allreduce of `tensor`."""
-    return _allreduce_async(tensor, tensor, name, _op_of(op, average), prescale_factor, postscale_factor, process_set,
-                            _compression)
+    if op is None or average is not None:
+        op = _op_of(op, average)
+    dtype = _DTYPES.get(tensor.dtype) if type(tensor) is torch.Tensor else None
+    if dtype is not None and _compression == COMPRESSION_NONE and not tensor.is_cuda and tensor.is_contiguous():
+        # A contiguous CPU tensor (a metric, a loss): one call with no descriptors, as in allreduce_.
+        handle = _allreduce_cpu_async_in_place(
+            name if type(name) is str else "" if name is None else str(name), tensor.data_ptr(), dtype,
+            tensor.shape, op, prescale_factor, postscale_factor,
+            0 if process_set is global_process_set else
+            _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
+        return _handles.add(handle, tensor, lambda _: tensor)
+    return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, _compression)
 
 
 class _Allreduce(torch.autograd.Function):
