@@ -34,7 +34,7 @@ const std::vector<SettingInfo>& known_settings() {
        "most 64 KiB, or is a GPU op whose communicators exist (launched on kolo's stream, its end polled for "
        "up to 10 ms), on the caller's thread, sparing the hand-offs to kolo's thread and back (most of a small "
        "op's latency); an async op's wait() (or wait_on_stream()) does the same where kolo's thread has not taken "
-       "the op up yet, and a small async allreduce of a CPU tensor (at most KOLO_SMALL_OP_BYTES) does not wake "
+       "the op up yet, and an async allreduce of a CPU tensor that may ride (KOLO_SMALL_OP_BYTES) does not wake "
        "kolo's thread where it will look within KOLO_CYCLE_TIME_MS anyway (it is awake, or napping in a burst "
        "of such ops), so that a wait soon after finds it untaken; other ops run on kolo's thread. 0: always "
        "kolo's thread. Needs MPI_THREAD_MULTIPLE."},

@@ -1,6 +1,7 @@
 // kolo._C.allreduce_cpu_in_place(name, data, dtype, shape, op, prescale, postscale, process_set): a
 // blocking allreduce of a contiguous CPU tensor in place, kolo.torch's allreduce_ of a loss or a metric;
-// allreduce_cpu_async_in_place, the same arguments, enqueues one (allreduce_async_) and returns its handle.
+// allreduce_cpu_async_in_place, the same arguments, enqueues one (allreduce_async_) and returns its handle;
+// allreduce_cpu, with the output's data after them, reduces out of place (allreduce of a metric).
 // From Python most of such an op's time was the call itself; pybind11's dispatch (its casters, a
 // std::string for the name, a vector for the shape) was the larger part of it. Each is a
 // METH_FASTCALL function that reads its arguments straight from the interpreter's objects (the name's
@@ -15,15 +16,16 @@
 namespace kolo_py {
 namespace {
 
-constexpr Py_ssize_t kArguments = 8;
+constexpr Py_ssize_t kArguments = 8;  // an out-of-place call takes the output's data pointer after them
 
-// Reads the arguments both calls take into the tensor and options for kolo_allreduce; false with a Python
-// error set where one is of the wrong type. The name and shape point into `args` and `*dims`.
-bool read_arguments(const char* call, PyObject* const* args, Py_ssize_t nargs, std::vector<int64_t>* dims,
-                    kolo_tensor* t, kolo_op_options* o) {
-  if (nargs != kArguments) {
-    PyErr_Format(PyExc_TypeError, "%s(name, data, dtype, shape, op, prescale, postscale, process_set): "
-                 "%zd arguments given, not %zd", call, nargs, kArguments);
+// Reads the arguments every call takes into the tensor and options for kolo_allreduce (and `extra` more,
+// left to the caller); false with a Python error set where one is missing or of the wrong type. The name
+// and shape point into `args` and `*dims`.
+bool read_arguments(const char* call, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t extra,
+                    std::vector<int64_t>* dims, kolo_tensor* t, kolo_op_options* o) {
+  if (nargs != kArguments + extra) {
+    PyErr_Format(PyExc_TypeError, "%s(name, data, dtype, shape, op, prescale, postscale, process_set%s): "
+                 "%zd arguments given, not %zd", call, extra ? ", output" : "", nargs, kArguments + extra);
     return false;
   }
   const char* name = PyUnicode_AsUTF8AndSize(args[0], nullptr);
@@ -59,19 +61,36 @@ PyObject* failed(int32_t code) {
   return nullptr;
 }
 
+// A blocking allreduce, the GIL released meanwhile: None, or the error of a failed op set.
+PyObject* run_blocking(kolo_tensor* input, kolo_tensor* output, kolo_op_options* o) {
+  o->blocking = 1;
+  int32_t code;
+  Py_BEGIN_ALLOW_THREADS
+  code = kolo_allreduce(input, output, o, nullptr);
+  Py_END_ALLOW_THREADS
+  if (code == KOLO_OK) Py_RETURN_NONE;
+  return failed(code);
+}
+
 PyObject* allreduce_cpu_in_place(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   // Read by kolo before anything runs that could call this again on this thread.
   thread_local std::vector<int64_t> dims;
   kolo_tensor t;
   kolo_op_options o;
-  if (!read_arguments("allreduce_cpu_in_place", args, nargs, &dims, &t, &o)) return nullptr;
-  o.blocking = 1;
-  int32_t code;
-  Py_BEGIN_ALLOW_THREADS
-  code = kolo_allreduce(&t, &t, &o, nullptr);
-  Py_END_ALLOW_THREADS
-  if (code == KOLO_OK) Py_RETURN_NONE;
-  return failed(code);
+  if (!read_arguments("allreduce_cpu_in_place", args, nargs, 0, &dims, &t, &o)) return nullptr;
+  return run_blocking(&t, &t, &o);
+}
+
+// Out of place, into a contiguous CPU tensor of the same dtype and shape (kolo.torch's allreduce of a metric).
+PyObject* allreduce_cpu(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  thread_local std::vector<int64_t> dims;
+  kolo_tensor t;
+  kolo_op_options o;
+  if (!read_arguments("allreduce_cpu", args, nargs, 1, &dims, &t, &o)) return nullptr;
+  kolo_tensor out = t;
+  out.data = PyLong_AsVoidPtr(args[kArguments]);
+  if (PyErr_Occurred() != nullptr) return nullptr;
+  return run_blocking(&t, &out, &o);
 }
 
 // Enqueues, never waiting on other ranks (the GIL kept, as pybind11's allreduce_async does): the handle, or
@@ -80,7 +99,7 @@ PyObject* allreduce_cpu_async_in_place(PyObject*, PyObject* const* args, Py_ssiz
   thread_local std::vector<int64_t> dims;
   kolo_tensor t;
   kolo_op_options o;
-  if (!read_arguments("allreduce_cpu_async_in_place", args, nargs, &dims, &t, &o)) return nullptr;
+  if (!read_arguments("allreduce_cpu_async_in_place", args, nargs, 0, &dims, &t, &o)) return nullptr;
   kolo_handle h = 0;
   const int32_t code = kolo_allreduce(&t, &t, &o, &h);
   if (code == KOLO_OK) return PyLong_FromLongLong(h);
@@ -92,6 +111,12 @@ PyMethodDef allreduce_cpu_in_place_def = {
     METH_FASTCALL,
     "allreduce_cpu_in_place(name, data, dtype, shape, op, prescale, postscale, process_set): a blocking "
     "allreduce of a contiguous CPU tensor in place; raises what a failed op raises"};
+
+PyMethodDef allreduce_cpu_def = {
+    "allreduce_cpu", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&allreduce_cpu)), METH_FASTCALL,
+    "allreduce_cpu(name, data, dtype, shape, op, prescale, postscale, process_set, output): a blocking "
+    "allreduce of a contiguous CPU tensor into `output` (the data of a contiguous tensor of its dtype and "
+    "shape); raises what a failed op raises"};
 
 PyMethodDef allreduce_cpu_async_in_place_def = {
     "allreduce_cpu_async_in_place",
@@ -109,6 +134,7 @@ void add_function(py::module_& m, PyMethodDef* def) {
 
 void register_small_op(py::module_& m) {
   add_function(m, &allreduce_cpu_in_place_def);
+  add_function(m, &allreduce_cpu_def);
   add_function(m, &allreduce_cpu_async_in_place_def);
 }
 

@@ -44,6 +44,10 @@ def test_allreduce_of_a_cpu_tensor_outside_autograd_is_a_new_exact_tensor(dtype,
         assert got is not tensor and torch.equal(tensor, before)
         assert got.shape == tensor.shape and got.dtype == dtype
         assert torch.equal(got, expected.reshape(3, 4).t() if layout == "strided" else expected)
+        with pytest.raises(kolo.KoloValueError, match="tensor 'out.nan.%s.%s' on rank %d: scale factors must be "
+                           "finite" % (layout, dtype, rank)):
+            kolo.allreduce(tensor, name="out.nan.%s.%s" % (layout, dtype), postscale_factor=float("inf"))
+        assert torch.equal(tensor, before)
     if dtype.is_floating_point:
         leaf = base.clone().requires_grad_()
         with torch.no_grad():

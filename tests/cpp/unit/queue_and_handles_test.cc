@@ -112,32 +112,34 @@ TEST(TensorQueue, ASoonPushIsLeftForItsWaitUntilItsTimeThenAnnounced) {
   EXPECT_EQ(fresh[0].name, "b");
 }
 
+// kolo's thread waiting up to a minute for work, which it must find; *woke is when it did.
+std::thread kolos_thread_waiting(TensorQueue* q, std::atomic<double>* woke) {
+  return std::thread([q, woke] {
+    EXPECT_TRUE(q->wait_for_work(60.0));
+    *woke = steady_seconds();
+  });
+}
+
 TEST(TensorQueue, ASoonPushWakesKolosThreadFromALongSleepButNotFromANap) {
   TensorQueue q;
   q.set_soon_seconds(20.0);
   std::vector<Request> fresh;
   std::atomic<double> woke{0};
   // Before any soon push, kolo's thread sleeps as long as it is told to: a soon push wakes it, as any push.
-  std::thread sleeper([&] {
-    EXPECT_TRUE(q.wait_for_work(60.0));
-    woke = steady_seconds();
-  });
+  std::thread sleeper = kolos_thread_waiting(&q, &woke);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const double pushed = steady_seconds();
   push(&q, "a", 1, kSoon);
   sleeper.join();
   EXPECT_LT(woke - pushed, 10.0);
   ASSERT_EQ(q.take_new(&fresh), 1u);
-  // After a soon push it sleeps in naps, the first of soon_seconds: a soon push meanwhile is left for its
-  // wait, and announced only once its time has come.
+  // After soon pushes close together it sleeps in naps, the first of soon_seconds: a soon push meanwhile is
+  // left for its wait, and announced only once its time has come.
   q.set_soon_seconds(0.05);
-  push(&q, "b", 2, kSoon);  // left for its wait (kolo's thread is awake): the naps start at 50 ms
+  push(&q, "b", 2, kSoon);  // right after "a"; left for its wait (kolo's thread is awake): naps of 50 ms
   ASSERT_EQ(q.take_new(&fresh), 1u);
   ASSERT_NE(q.remove("b"), nullptr);
-  std::thread napper([&] {
-    EXPECT_TRUE(q.wait_for_work(60.0));
-    woke = steady_seconds();
-  });
+  std::thread napper = kolos_thread_waiting(&q, &woke);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const double pushed_again = steady_seconds();
   push(&q, "b", 2, kSoon);

@@ -14,6 +14,7 @@ from kolo.torch._reduce_ops import Adasum, _op_of
 
 # Looked up once: allreduce_ (and allreduce_async_) of a scalar counts each step.
 _allreduce_cpu_in_place = _C.allreduce_cpu_in_place
+_allreduce_cpu = _C.allreduce_cpu
 _allreduce_cpu_async_in_place = _C.allreduce_cpu_async_in_place
 
 
@@ -99,10 +100,21 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     """
     if (compression is None and type(tensor) is torch.Tensor and not tensor.is_cuda
             and not (tensor.requires_grad and torch.is_grad_enabled())):
-        # Outside autograd on the CPU (a metric, a loss): a copy reduced in place, through allreduce_'s
-        # one call, without the autograd Function's steps (most of a small op's time from Python).
-        return allreduce_(tensor.clone(memory_format=torch.contiguous_format), average, name, op, prescale_factor,
-                          postscale_factor, process_set)
+        # Outside autograd on the CPU (a metric, a loss): one call into kolo, without the autograd Function's
+        # steps (most of a small op's time from Python). A contiguous tensor is reduced into a new one;
+        # another, a contiguous copy of it in place.
+        dtype = _DTYPES.get(tensor.dtype)
+        if dtype is None or not tensor.is_contiguous():
+            return allreduce_(tensor.clone(memory_format=torch.contiguous_format), average, name, op,
+                              prescale_factor, postscale_factor, process_set)
+        if op is None or average is not None:
+            op = _op_of(op, average)
+        output = torch.empty_like(tensor)
+        _allreduce_cpu(name if type(name) is str else "" if name is None else str(name), tensor.data_ptr(), dtype,
+                       tensor.shape, op, prescale_factor, postscale_factor,
+                       0 if process_set is global_process_set else
+                       _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"), output.data_ptr())
+        return output
     from kolo.torch.compression import Compression
     compression = compression or Compression.none
     code = engine_compression(compression, tensor.dtype == torch.float32)
