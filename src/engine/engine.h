@@ -94,6 +94,8 @@ class Engine : public OpDriver {
   void stop_timeline();
 
  private:
+  // Whether an async op's push leaves kolo's thread asleep for its wait (TensorQueue::Announce::kSoon).
+  bool waited_soon(const TensorEntry& entry) const;
   void loop();
   // Whether the op of `handle` is still in flight, for drive().
   bool awaits(int64_t handle);
