@@ -20,9 +20,11 @@ constexpr Py_ssize_t kArguments = 8;  // an out-of-place call takes the output's
 
 // Reads the arguments every call takes into the tensor and options for kolo_allreduce (and `extra` more,
 // left to the caller); false with a Python error set where one is missing or of the wrong type. The name
-// and shape point into `args` and `*dims`.
-bool read_arguments(const char* call, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t extra,
-                    std::vector<int64_t>* dims, kolo_tensor* t, kolo_op_options* o) {
+// points into `args`; the shape into this thread's storage, which kolo reads (copies) before anything runs
+// that could call this again on this thread.
+bool read_arguments(const char* call, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t extra, kolo_tensor* t,
+                    kolo_op_options* o) {
+  thread_local std::vector<int64_t> dims;
   if (nargs != kArguments + extra) {
     PyErr_Format(PyExc_TypeError, "%s(name, data, dtype, shape, op, prescale, postscale, process_set%s): "
                  "%zd arguments given, not %zd", call, extra ? ", output" : "", nargs, kArguments + extra);
@@ -34,13 +36,13 @@ bool read_arguments(const char* call, PyObject* const* args, Py_ssize_t nargs, P
     PyErr_Format(PyExc_TypeError, "%s: shape must be a tuple, not %s", call, Py_TYPE(args[3])->tp_name);
     return false;
   }
-  dims->resize(static_cast<size_t>(PyTuple_GET_SIZE(args[3])));
-  for (size_t d = 0; d < dims->size(); ++d) (*dims)[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(args[3], d));
+  dims.resize(static_cast<size_t>(PyTuple_GET_SIZE(args[3])));
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(args[3], d));
   *t = kolo_tensor{};
   t->data = PyLong_AsVoidPtr(args[1]);
   t->dtype = static_cast<int32_t>(PyLong_AsLong(args[2]));
-  t->ndim = static_cast<int32_t>(dims->size());
-  t->shape = dims->data();
+  t->ndim = static_cast<int32_t>(dims.size());
+  t->shape = dims.data();
   t->device_type = KOLO_CPU;
   kolo_op_options_init(o);
   o->name = name;
@@ -73,20 +75,17 @@ PyObject* run_blocking(kolo_tensor* input, kolo_tensor* output, kolo_op_options*
 }
 
 PyObject* allreduce_cpu_in_place(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  // Read by kolo before anything runs that could call this again on this thread.
-  thread_local std::vector<int64_t> dims;
   kolo_tensor t;
   kolo_op_options o;
-  if (!read_arguments("allreduce_cpu_in_place", args, nargs, 0, &dims, &t, &o)) return nullptr;
+  if (!read_arguments("allreduce_cpu_in_place", args, nargs, 0, &t, &o)) return nullptr;
   return run_blocking(&t, &t, &o);
 }
 
 // Out of place, into a contiguous CPU tensor of the same dtype and shape (kolo.torch's allreduce of a metric).
 PyObject* allreduce_cpu(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  thread_local std::vector<int64_t> dims;
   kolo_tensor t;
   kolo_op_options o;
-  if (!read_arguments("allreduce_cpu", args, nargs, 1, &dims, &t, &o)) return nullptr;
+  if (!read_arguments("allreduce_cpu", args, nargs, 1, &t, &o)) return nullptr;
   kolo_tensor out = t;
   out.data = PyLong_AsVoidPtr(args[kArguments]);
   if (PyErr_Occurred() != nullptr) return nullptr;
@@ -96,10 +95,9 @@ PyObject* allreduce_cpu(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // Enqueues, never waiting on other ranks (the GIL kept, as pybind11's allreduce_async does): the handle, or
 // the error of a call kolo refused at once.
 PyObject* allreduce_cpu_async_in_place(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  thread_local std::vector<int64_t> dims;
   kolo_tensor t;
   kolo_op_options o;
-  if (!read_arguments("allreduce_cpu_async_in_place", args, nargs, 0, &dims, &t, &o)) return nullptr;
+  if (!read_arguments("allreduce_cpu_async_in_place", args, nargs, 0, &t, &o)) return nullptr;
   kolo_handle h = 0;
   const int32_t code = kolo_allreduce(&t, &t, &o, &h);
   if (code == KOLO_OK) return PyLong_FromLongLong(h);

@@ -4,9 +4,10 @@
 // larger one, or the setting off, leave it to kolo's thread. Through the host's shared memory (every
 // rank on one host) every size gives up, and runs on the caller. An async op's wait() drives it in the
 // same way where kolo's thread has not taken it up yet (else it is left to kolo's thread); an op that
-// ended before its wait is kolo's thread's, and a wait with a timeout drives nothing. A small async op's push
-// does not wake kolo's thread where it will look within the cycle time: a wait that comes sooner runs it. KOLO_SMALL_OP_BYTES: a
-// recurring small allreduce rides on the negotiation, with the CPU path's arithmetic. Each result exact.
+// ended before its wait is kolo's thread's, and a wait with a timeout drives nothing. A small async op's
+// push does not wake kolo's thread where it will look within the cycle time: a wait that comes sooner runs
+// it. KOLO_SMALL_OP_BYTES: a recurring small allreduce rides on the negotiation, with the CPU path's
+// arithmetic. Each result exact.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
