@@ -15,6 +15,7 @@
 #include "failure_blame.h"
 #include "launcher_messages.h"
 #include "mpirun_command.h"
+#include "stale_session_dir.h"
 #include "stop_signals.h"
 
 namespace kolo {
@@ -101,6 +102,8 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
       output->pump();  // what mpirun wrote last
+      // Killed, mpirun could not remove its session directory: the next process with its pid would trip on it.
+      if (WIFSIGNALED(status)) remove_session_dir(pid);
       // Ended by kolorun after the survivors: theirs is the job's status, not mpirun's.
       if (ending_for_survivors) return W_EXITCODE(output->survivors.status(), 0);
       // A recovery given up is a failed attempt, whatever mpirun made of SIGTERM.

@@ -11,11 +11,15 @@
 #include <initializer_list>
 #include <vector>
 
+#include "stale_session_dir.h"
+
 namespace kolo {
 namespace launcher {
 
 std::string exec_mpirun(const std::string& mpirun, const MpirunCommand& cmd) {
   for (const auto& kv : cmd.set_env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+  // mpirun keeps this pid: a session directory named for it was left by a killed mpirun before.
+  remove_session_dir(getpid());
   std::vector<std::string> words = cmd.argv;
   std::vector<char*> args;
   for (std::string& w : words) args.push_back(&w[0]);
