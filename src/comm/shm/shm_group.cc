@@ -1,11 +1,12 @@
 #include "comm/shm/shm_group.h"
 
+#include "comm/shm/shared_futex.h"
+
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 namespace kolo {
 namespace {
@@ -23,6 +24,10 @@ inline void cpu_relax() {
 std::atomic<uint64_t>& ShmGroup::flag_of(int rank, Flag flag) const {
   ShmFlags* f = layout_.flags(segment_->base(), rank);
   return flag == Flag::kArrived ? f->arrived : flag == Flag::kReduced ? f->reduced : f->done;
+}
+
+std::atomic<uint32_t>& ShmGroup::sleepers_of(int rank, Flag flag) const {
+  return layout_.flags(segment_->base(), rank)->sleepers[static_cast<int>(flag)];
 }
 
 ShmGroup::ShmGroup(std::unique_ptr<SharedSegment> segment, ShmLayout layout, int rank, ShmWaitPolicy* policy)
@@ -47,8 +52,15 @@ Status ShmGroup::fail(Status s) {
   return s;
 }
 
+// A sleeper counts itself, then reads the flag, then sleeps only while the flag still holds what it read
+// (the futex's own check, in the kernel). No fence between this store and the count's read, which would
+// cost every round of every op: where the two cross (the count read before the sleeper's is visible, the
+// flag read before this store is), the futex's check almost always finds the flag raised by then, and
+// otherwise the sleeper sleeps out its nap, as every wait did before the wake.
 void ShmGroup::raise(Flag flag) const {
-  flag_of(rank_, flag).store(round_, std::memory_order_release);
+  std::atomic<uint64_t>& f = flag_of(rank_, flag);
+  f.store(round_, std::memory_order_release);
+  if (sleepers_of(rank_, flag).load(std::memory_order_relaxed) != 0) shared_futex_wake(&f);
 }
 
 Status ShmGroup::wait_for(int peer, Flag flag) {
@@ -58,7 +70,8 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
   const uint64_t want = flag == Flag::kDone ? round_ - 2 : round_;
   // A peer on its way arrives within the spins: the ranks of a round all started it, so the wait is
   // as long as the slowest rank's copy. One descheduled, or held up by the framework's threads on a
-  // full machine, is yielded to, then napped for, checking between naps that it still runs.
+  // full machine, is yielded to, then slept for in its flag's futex until it raises the flag, in naps
+  // between which the wait checks that the peer still runs.
   // More ranks than cores: the peer waited for is likely not running, and spinning keeps it from its core.
   const int spins = oversubscribed_ ? 16 : 256;
   for (int i = 0; i < spins; ++i) {
@@ -70,9 +83,10 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
   const bool control = pace_ == ShmPace::kControl;
   const auto spin_for = std::chrono::microseconds(oversubscribed_ ? 0 : control ? 20 : 10);
   const auto yield_for = control ? std::chrono::microseconds(50) : std::chrono::microseconds(2000);
-  const auto max_nap = std::chrono::microseconds(control ? 1000 : 200);
+  // A nap ends at the peer's raise: its length bounds only how often the checks below run.
+  const auto max_nap = naps_.count() > 0 ? naps_ : std::chrono::microseconds(control ? 1000 : 200);
   const auto start = clock::now();
-  auto nap = std::chrono::microseconds(20);
+  auto nap = naps_.count() > 0 ? naps_ : std::chrono::microseconds(20);
   for (uint64_t i = 1;; ++i) {
     if (a.load(std::memory_order_acquire) >= want) return Status::OK();
     const auto waited = clock::now() - start;
@@ -90,7 +104,11 @@ Status ShmGroup::wait_for(int peer, Flag flag) {
       sched_yield();
       continue;
     }
-    std::this_thread::sleep_for(nap);
+    std::atomic<uint32_t>& sleepers = sleepers_of(peer, flag);
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint64_t seen = a.load(std::memory_order_seq_cst);
+    if (seen < want) shared_futex_wait(&a, static_cast<uint32_t>(seen), nap);
+    sleepers.fetch_sub(1, std::memory_order_relaxed);
     nap = std::min(nap * 2, max_nap);
   }
 }

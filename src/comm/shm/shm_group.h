@@ -1,7 +1,7 @@
 // The ranks of one host reducing through their shared segment (comm/shm/shm_layout.h), in rounds that
 // every rank runs in the same order. In each round a rank copies its input into its slot and raises a
-// flag; the others poll the flags (spinning briefly, then yielding, then napping, as kolo's MPI waits
-// do) instead of going through MPI, so a small allreduce costs a few cache-line transfers. Large
+// flag; the others poll the flags (spinning briefly, then yielding, then asleep in the flag's futex, woken
+// by its raise) instead of going through MPI, so a small allreduce costs a few cache-line transfers. Large
 // buffers go in rounds of a slot each, block by block (common/blocks.h): each rank reduces its block's
 // piece of the round, in a fixed order, and the others copy it, so every rank gets the same bits and
 // each reads its input and writes its result about once, the slots staying in cache.
@@ -11,6 +11,7 @@
 // After a failed round the group is broken: every later call fails with the same status.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -92,12 +93,16 @@ class ShmGroup {
   // What one round carries per rank: a collective whose rows are larger than slot_bytes() / size() cannot
   // go through the group.
   size_t slot_bytes() const { return layout_.slot_bytes(); }
+  // Every nap of a wait this long (0, the default: from 20 us, doubling to the pace's longest). Only tests
+  // set it, to naps far longer than they wait: the raise of the flag waited for must end the wait.
+  void set_naps(std::chrono::microseconds nap) { naps_ = nap; }
 
  private:
   enum class Flag { kArrived, kReduced, kDone };
   // Starts the next round: waits until every rank is done with the round that last used its slot.
   Status begin_round();
   std::atomic<uint64_t>& flag_of(int rank, Flag flag) const;
+  std::atomic<uint32_t>& sleepers_of(int rank, Flag flag) const;
   void raise(Flag flag) const;
   Status wait_all(Flag flag);
   Status wait_for(int peer, Flag flag);
@@ -130,6 +135,7 @@ class ShmGroup {
   std::unique_ptr<PeerLiveness> liveness_;
   uint64_t round_ = 0;
   ShmPace pace_ = ShmPace::kTransfer;  // the running call's
+  std::chrono::microseconds naps_{0};
   Status broken_;
   std::vector<const char*> inputs_;  // the slots' pieces of a round, reused
 };

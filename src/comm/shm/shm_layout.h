@@ -14,11 +14,16 @@ struct ShmFlags {
   std::atomic<uint64_t> arrived;  // the last round whose input this rank has put in its slot
   std::atomic<uint64_t> reduced;  // the last round whose piece this rank has reduced into its slot
   std::atomic<uint64_t> done;     // the last round this rank has finished reading the slots of
+  // How many of the others sleep on each flag above (in its futex, its low 32 bits): the rank that raises
+  // it wakes them, so that a peer long waited for is seen at once, not at the end of a nap.
+  std::atomic<uint32_t> sleepers[3];
   pid_t pid;                      // written once, before the group is agreed
-  char pad[128 - 3 * sizeof(std::atomic<uint64_t>) - sizeof(pid_t)];
+  char pad[128 - 3 * sizeof(std::atomic<uint64_t>) - 3 * sizeof(std::atomic<uint32_t>) - sizeof(pid_t)];
 };
 static_assert(sizeof(ShmFlags) == 128, "one rank's flags: two cache lines");
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags shared between processes must be lock-free");
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "flags shared between processes must be lock-free");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a flag's futex is its first 4 bytes, its low half");
 
 class ShmLayout {
  public:

@@ -1,7 +1,8 @@
 // kolo's shared-memory collectives (comm/shm/), each rank a thread with its own mapping of one segment,
 // as the ranks of a host are processes with theirs: every size through both paths (one round reduced
-// by all, or rounds of pieces), results exact and the same bits on every rank; a peer that ends, and an
-// interrupted wait, fail the collective; orphaned segments are removed.
+// by all, or rounds of pieces), results exact and the same bits on every rank; a rank asleep waiting is
+// woken by the raise it waits for; a peer that ends, and an interrupted wait, fail the collective; orphaned
+// segments are removed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -189,6 +190,24 @@ TEST(ShmGroup, AnInterruptedWaitFailsAndTheGroupStaysBroken) {
     s = g.allreduce(reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x), 1, sizeof(float), FloatSum());
     EXPECT_EQ(s.message(), "interrupted");
   }, &policy);
+}
+
+TEST(ShmGroup, ARankAsleepWaitingForAPeerIsWokenByItsRaiseNotByItsNapsEnd) {
+  on_host(2, 4096, [](ShmGroup& g) {
+    float x = static_cast<float>(g.rank() + 1);
+    if (g.rank() == 1) {
+      // Arrives only once rank 0 sleeps on its flag, in a nap of a minute.
+      const std::atomic<uint32_t>& sleepers = ShmLayout(2, 4096).flags(g.segment().base(), 1)->sleepers[0];
+      while (sleepers.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      g.set_naps(std::chrono::minutes(1));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(g.allreduce(reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x), 1, sizeof(float), FloatSum(),
+                            ShmPace::kControl).ok());
+    EXPECT_EQ(x, 3.0f);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  });
 }
 
 TEST(ShmGroup, APeerWhoseProcessEndsFailsTheWaitNamingIt) {
