@@ -7,17 +7,12 @@
 
 #include <sys/types.h>
 
-#include <string>
-
 namespace kolo {
 namespace launcher {
 
-// Where PRRTE puts its session directories: PRTE_MCA_prte_tmpdir_base, else TMPDIR, TEMP, TMP, /tmp.
-std::string session_tmpdir();
-
-// Removes <tmpdir>/ompi.<pid> and all in it if it is there and this user's; true if it removed one.
-// Safe between fork and exec in a single-threaded process (kolorun).
-bool remove_session_dir(pid_t pid);
+// Removes <tmpdir>/ompi.<pid> and all in it if it is there and this user's, <tmpdir> found as PRRTE finds
+// it. Safe between fork and exec in a single-threaded process (kolorun).
+void remove_session_dir(pid_t pid);
 
 }  // namespace launcher
 }  // namespace kolo

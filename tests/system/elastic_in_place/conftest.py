@@ -8,15 +8,7 @@ import tempfile
 
 import pytest
 
-
-def _dead(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+from in_place_job import running
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +17,6 @@ def no_stale_session_dirs():
     for name in os.listdir(top):
         m = re.fullmatch(r"(?:ompi|prted)\.(\d+)", name)
         path = os.path.join(top, name)
-        if m and _dead(int(m.group(1))) and os.stat(path).st_uid == os.getuid():
+        if m and not running(int(m.group(1))) and os.stat(path).st_uid == os.getuid():
             shutil.rmtree(path, ignore_errors=True)
     yield

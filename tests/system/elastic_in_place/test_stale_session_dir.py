@@ -9,7 +9,7 @@ and the directory of an mpirun it had to kill once that mpirun has ended.
 The tests give a process a chosen pid through /proc/sys/kernel/ns_last_pid (root only, as CI runs).
 """
 import os
-import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +47,7 @@ def tmpdir_env():
     """A job environment whose TMPDIR is a fresh directory of its own (short: PMIx writes paths under it)."""
     top = tempfile.mkdtemp(prefix="kolo-sd-", dir="/tmp")
     yield Path(top), job_env(TMPDIR=top)
-    subprocess.run(["rm", "-rf", top])
+    shutil.rmtree(top, ignore_errors=True)
 
 
 # Run as a process of its own that adopts its orphans (PR_SET_CHILD_SUBREAPER): it starts mpirun, kills it
@@ -121,8 +121,12 @@ def test_kolorun_removes_the_session_dir_of_an_mpirun_it_killed(tmpdir_env):
     # reach may: kolorun kills it when --start-timeout passes with no rank started, then removes its directory.
     top, env = tmpdir_env
     stubborn = top / "mpirun"
-    stubborn.write_text("#!/bin/sh\n[ \"$1\" = --version ] && exec \"$REAL_MPIRUN\" --version\ntrap '' TERM\nmkdir -p \"$TMPDIR/ompi.$$/0\"\n"
-                        "echo rendezvous > \"$TMPDIR/ompi.$$/pmix.tool\"\nexec sleep 60\n")
+    stubborn.write_text("#!/bin/sh\n"
+                        "[ \"$1\" = --version ] && exec \"$REAL_MPIRUN\" --version\n"
+                        "trap '' TERM\n"
+                        "mkdir -p \"$TMPDIR/ompi.$$/0\"\n"
+                        "echo rendezvous > \"$TMPDIR/ompi.$$/pmix.tool\"\n"
+                        "exec sleep 60\n")
     stubborn.chmod(0o755)
     env.update(KOLO_MPIRUN=str(stubborn), REAL_MPIRUN=MPIRUN)
     run = subprocess.run([str(BUILD / "bin" / "kolorun"), "--in-place", "-np", "2", "--start-timeout", "1",
