@@ -372,6 +372,7 @@ void Engine::loop() {
       launched = executor_.running() > before;
     }
     if (launched) spin_on_launched_work(seen);
+    if (!idle && queue_.in_flight() == 0) watch_for_next_op();
     wait = idle ? std::min(std::max(wait, 1e-4) * 2, std::max(cycle_seconds, kMaxIdleSeconds)) : cycle_seconds;
   }
   std::lock_guard<std::mutex> cycle(cycle_mu_);  // a driving caller has left its cycle

@@ -119,6 +119,9 @@ class Engine : public OpDriver {
   // After the engine thread's cycle launched device work (`seen`: the work signal's count before that
   // cycle): a short watch for its end before the thread sleeps.
   void spin_on_launched_work(uint64_t seen);
+  // After a cycle that left nothing in flight on this rank: a short watch for the caller's next op
+  // before the thread sleeps, so that an op submitted within it needs no wake-up.
+  void watch_for_next_op();
   // On a driving caller's thread, after its cycle launched device work: ends it as it ends, for a short
   // bound (woken by the work's signal), instead of leaving that to the engine thread. False: work still
   // runs after the bound (the engine thread's now).

@@ -68,6 +68,17 @@ void Engine::spin_on_launched_work(uint64_t seen) {
   }
 }
 
+void Engine::watch_for_next_op() {
+  // A caller that waited for its op submits the next within microseconds (a loop of small ops; the
+  // first gradient of a burst), sooner than this thread is woken from a sleep on a busy host. It
+  // yields meanwhile, so that the caller's thread runs where they share a core.
+  constexpr double kWatchSeconds = 50e-6;
+  const double until = steady_seconds() + kWatchSeconds;
+  while (queue_.in_flight() == 0 && drivers_ == 0 && !stop_requested_ && steady_seconds() < until) {
+    std::this_thread::yield();
+  }
+}
+
 void Engine::hold_while_device_is_full() {
   // GPU groups run one after another on kolo's stream. A cycle started while `full` of them are
   // still there could only queue another behind them; waiting until one ends lets what becomes

@@ -1,10 +1,36 @@
 #include "engine/handle_table.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
+
 namespace kolo {
+
+namespace {
+// A small op ends within tens of microseconds of its wait, sooner than a thread asleep is woken on a
+// busy host: the waiter watches this long before it sleeps.
+constexpr double kWatchSeconds = 50e-6;
+}  // namespace
+
+template <typename Ready>
+void HandleTable::watch_before_sleep(std::unique_lock<std::mutex>& lock, double seconds, Ready ready) {
+  const double until = steady_seconds() + std::min(seconds, kWatchSeconds);
+  while (!ready()) {
+    const uint64_t seen = ends_.load(std::memory_order_acquire);
+    lock.unlock();
+    bool changed = false;
+    while (!changed && steady_seconds() < until) {
+      std::this_thread::yield();
+      changed = ends_.load(std::memory_order_acquire) != seen;
+    }
+    lock.lock();
+    if (!changed) return;
+  }
+}
 
 HandleTable::States::iterator HandleTable::add() {
   const int64_t h = next_++;
@@ -91,6 +117,7 @@ bool HandleTable::end(States::iterator it, Status* status, Output* output) {
   it->second.status = std::move(*status);
   it->second.output = std::move(*output);
   it->second.done_event.reset();  // ended: nobody need wait on the device for it
+  tick_ends();
   return true;
 }
 
@@ -115,6 +142,7 @@ void HandleTable::launched(int64_t handle, std::shared_ptr<void> done_event, con
     if (it == states_.end() || it->second.done) return;
     it->second.done_event = std::move(done_event);
     it->second.output = output;
+    tick_ends();
   }
   cv_.notify_all();
 }
@@ -127,10 +155,12 @@ Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_ev
     return Status::UnknownHandle("unknown handle " + std::to_string(handle) +
                                    " (never issued, or already waited on)");
   }
-  cv_.wait(lock, [&] {
+  auto ready = [&] {
     const State& s = states_.at(handle);
     return s.done || s.done_event != nullptr;
-  });
+  };
+  watch_before_sleep(lock, kWatchSeconds, ready);
+  cv_.wait(lock, ready);
   it = states_.find(handle);
   Status status = std::move(it->second.status);
   if (!it->second.done) *done_event = std::move(it->second.done_event);
@@ -152,9 +182,11 @@ Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output)
                                    " (never issued, or already waited on)");
   }
   auto done = [&] { return states_.at(handle).done; };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(timeout_seconds, 0.0));
+  watch_before_sleep(lock, timeout_seconds < 0 ? kWatchSeconds : timeout_seconds, done);
   if (timeout_seconds < 0) {
     cv_.wait(lock, done);
-  } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), done)) {
+  } else if (!cv_.wait_until(lock, until, done)) {
     return Status::Timeout("operation still in flight after " + std::to_string(timeout_seconds) + " s");
   }
   it = states_.find(handle);

@@ -5,6 +5,7 @@
 // nothing: a released handle's map node, its name's memory kept, serves the next one.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -79,11 +80,18 @@ class HandleTable {
   bool end(States::iterator it, Status* status, Output* output);
   // Under mu_: forgets the handle, keeping its node for the next.
   void forget(States::iterator it);
+  // Under mu_ (every writer holds it, so a plain store counts): an end or launch a watcher may await.
+  void tick_ends() { ends_.store(ends_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
   // Lets the driver of a pending op run it on this thread (a no-op for an unknown, ended or undriven one).
   void drive(int64_t handle, bool until_launched);
+  // With `lock` on mu_ and the op not `ready`: watches ends_ for a short bound (at most `seconds`),
+  // unlocked and yielding, before the caller sleeps on cv_; returns locked.
+  template <typename Ready>
+  void watch_before_sleep(std::unique_lock<std::mutex>& lock, double seconds, Ready ready);
 
   std::mutex mu_;
   std::condition_variable cv_;
+  std::atomic<uint64_t> ends_{0};  // counts what wakes cv_'s waiters (ends, launches), for the watch
   int64_t next_ = 1;
   States states_;
   std::vector<States::node_type> spares_;
