@@ -18,8 +18,9 @@ constexpr double kWatchSeconds = 50e-6;
 
 template <typename Ready>
 void HandleTable::watch_before_sleep(std::unique_lock<std::mutex>& lock, double seconds, Ready ready) {
+  if (ready()) return;  // (the usual case for a blocking op, whose caller ran it: no clock read)
   const double until = steady_seconds() + std::min(seconds, kWatchSeconds);
-  while (!ready()) {
+  do {
     const uint64_t seen = ends_.load(std::memory_order_acquire);
     lock.unlock();
     bool changed = false;
@@ -29,7 +30,7 @@ void HandleTable::watch_before_sleep(std::unique_lock<std::mutex>& lock, double 
     }
     lock.lock();
     if (!changed) return;
-  }
+  } while (!ready());
 }
 
 HandleTable::States::iterator HandleTable::add() {
@@ -182,12 +183,15 @@ Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output)
                                    " (never issued, or already waited on)");
   }
   auto done = [&] { return states_.at(handle).done; };
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(timeout_seconds, 0.0));
-  watch_before_sleep(lock, timeout_seconds < 0 ? kWatchSeconds : timeout_seconds, done);
   if (timeout_seconds < 0) {
+    watch_before_sleep(lock, kWatchSeconds, done);
     cv_.wait(lock, done);
-  } else if (!cv_.wait_until(lock, until, done)) {
-    return Status::Timeout("operation still in flight after " + std::to_string(timeout_seconds) + " s");
+  } else {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+    watch_before_sleep(lock, timeout_seconds, done);  // counts against the limit
+    if (!cv_.wait_until(lock, until, done)) {
+      return Status::Timeout("operation still in flight after " + std::to_string(timeout_seconds) + " s");
+    }
   }
   it = states_.find(handle);
   Status status = std::move(it->second.status);

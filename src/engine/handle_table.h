@@ -84,7 +84,7 @@ class HandleTable {
   void tick_ends() { ends_.store(ends_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
   // Lets the driver of a pending op run it on this thread (a no-op for an unknown, ended or undriven one).
   void drive(int64_t handle, bool until_launched);
-  // With `lock` on mu_ and the op not `ready`: watches ends_ for a short bound (at most `seconds`),
+  // With `lock` on mu_: unless the op is `ready`, watches ends_ for a short bound (at most `seconds`),
   // unlocked and yielding, before the caller sleeps on cv_; returns locked.
   template <typename Ready>
   void watch_before_sleep(std::unique_lock<std::mutex>& lock, double seconds, Ready ready);
