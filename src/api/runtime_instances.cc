@@ -9,6 +9,7 @@
 #include "comm/hierarchy_choice.h"
 #include "comm/mpi/mpi_collectives.h"
 #include "comm/mpi/mpi_control_channel.h"
+#include "comm/mpi/mpi_peer_bell.h"
 #include "comm/mpi/shm_control_channel.h"
 #include "common/logging.h"
 #if KOLO_HAVE_CUDA
@@ -52,8 +53,14 @@ Status Runtime::start_instance(InstanceStart start, std::shared_ptr<Instance>* o
   }
   if (start.carried) *start.carried = SurvivingComms();
   config.timeline_mark_cycles = config.timeline_mark_cycles || start.timeline_cycles;
-  // Every rank on this host: negotiation through its shared memory too.
-  auto mpi_channel = std::make_unique<MpiControlChannel>(instance->mpi->control());
+  // Across hosts, negotiation's waits sleep on a doorbell; every rank on this host: negotiation through
+  // its shared memory too.
+  std::unique_ptr<PeerBell> bell;
+  if (config.doorbell && topo.cross_size > 1) {
+    s = open_peer_bell(instance->mpi->control(), &bell);
+    if (!s.ok()) return s;
+  }
+  auto mpi_channel = std::make_unique<MpiControlChannel>(instance->mpi->control(), std::move(bell));
   std::unique_ptr<ControlChannel> channel;
   if (instance->mpi->host_shm() != nullptr && topo.cross_size == 1) {
     channel = std::make_unique<ShmControlChannel>(instance->mpi->host_shm(), std::move(mpi_channel));

@@ -50,6 +50,9 @@ struct Config {
   bool shared_memory = true;
   std::string shared_memory_dir = "/dev/shm";
   int64_t shared_memory_slot_bytes = kAuto;
+  // Across hosts, negotiation's waits sleep on a UDP doorbell that the peer they wait for rings
+  // (comm/mpi/mpi_peer_bell.h), instead of napping up to 1 ms.
+  bool doorbell = true;
   // Nice value of kolo's thread (and the threads it starts): above 0, training threads that fill
   // every core run first and the reductions take the gaps (CPU training). 0: left as it is.
   int64_t thread_nice = 0;

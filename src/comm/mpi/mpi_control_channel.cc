@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <utility>
 
 #include "comm/mpi/mpi_status.h"
 #include "comm/mpi/recursive_doubling.h"
@@ -25,7 +26,8 @@ constexpr int kNegotiationTag = 1;
 
 }  // namespace
 
-MpiControlChannel::MpiControlChannel(MPI_Comm comm) : comm_(comm) {
+MpiControlChannel::MpiControlChannel(MPI_Comm comm, std::unique_ptr<PeerBell> bell)
+    : comm_(comm), bell_(std::move(bell)) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 }
@@ -43,7 +45,7 @@ Status MpiControlChannel::allreduce_and(std::vector<uint64_t>* words, std::strin
         and_words(from, into, head);
         combine(from + head, into + head, n - head);
       },
-      "negotiation allreduce");
+      "negotiation allreduce", bell_.get());
   if (!s.ok()) return s;
   std::memcpy(words->data(), block_.data(), head);
   std::memcpy(&(*rider)[0], block_.data() + head, rider->size());
@@ -54,7 +56,7 @@ Status MpiControlChannel::allreduce_and(std::vector<uint64_t>* words) {
   const size_t bytes = words->size() * 8;
   scratch_.resize(bytes);
   return recursive_doubling_allreduce(comm_, rank_, size_, kNegotiationTag, reinterpret_cast<char*>(words->data()),
-                                      scratch_.data(), bytes, &and_words, "negotiation allreduce");
+                                      scratch_.data(), bytes, &and_words, "negotiation allreduce", bell_.get());
 }
 
 Status MpiControlChannel::gather(const std::string& mine, std::vector<std::string>* all) {

@@ -1,14 +1,18 @@
 // Negotiation over MPI on kolo's control communicator: the bit-vector AND by recursive doubling over
 // point-to-point messages (recursive_doubling.h), the gather and broadcast as nonblocking collectives;
-// all waited on politely (mpi_wait) so idle cycles do not burn a core, and given up on a lost peer.
+// all waited on politely (mpi_wait) so idle cycles do not burn a core, and given up on a lost peer. With
+// a bell (comm/mpi/mpi_peer_bell.h; a job across hosts), the AND's waits sleep until the peer they wait
+// for rings, so that a late rank is seen when it comes, not when a nap ends.
 #pragma once
 
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/control_channel.h"
+#include "comm/peer_bell.h"
 
 namespace kolo {
 
@@ -17,7 +21,7 @@ void and_words(const char* from, char* into, size_t bytes);
 
 class MpiControlChannel : public ControlChannel {
  public:
-  explicit MpiControlChannel(MPI_Comm comm);
+  explicit MpiControlChannel(MPI_Comm comm, std::unique_ptr<PeerBell> bell = nullptr);
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status allreduce_and(std::vector<uint64_t>* words) override;
@@ -27,6 +31,7 @@ class MpiControlChannel : public ControlChannel {
 
  private:
   MPI_Comm comm_;
+  std::unique_ptr<PeerBell> bell_;
   std::vector<char> block_, scratch_;  // the AND's, kept between cycles
   int rank_ = 0;
   int size_ = 1;

@@ -44,7 +44,7 @@ Status mpi_waits_given_up(const char* what) {
   return Status::Aborted(std::string(what) + " given up: " + g_give_up_why);
 }
 
-Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace) {
+Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace, PeerBell* bell, int peer) {
   using clock = std::chrono::steady_clock;
   // A peer that is on its way arrives within the spins and yields. One that is not (still
   // computing, or its engine asleep) may take milliseconds: naps then double up to the pace's
@@ -56,6 +56,7 @@ Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace) {
   const auto max_nap = transfer ? std::chrono::microseconds(100) : std::chrono::microseconds(1000);
   clock::time_point start;  // read once the spins are over: most waits end within them
   auto nap = std::chrono::microseconds(10);
+  bool napping = false;
   for (int i = 0;; ++i) {
     int done = 0;
     KOLO_MPI_RETURN_IF_ERROR(MPI_Test(request, &done, MPI_STATUS_IGNORE), what);
@@ -63,11 +64,25 @@ Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace) {
     if (i < kSpins) continue;
     if (i == kSpins) start = clock::now();
     if (g_give_up) return mpi_waits_given_up(what);
-    if (clock::now() - start < yield_for) {
+    if (!napping && clock::now() - start < yield_for) {
       sched_yield();
       continue;
     }
-    std::this_thread::sleep_for(nap);
+    if (bell == nullptr) {
+      std::this_thread::sleep_for(nap);
+    } else if (!napping) {
+      // The note goes before the test below: a peer that sends after that test finds the note and rings,
+      // and the sleep sees the ring (a note still on its way when the peer looks costs a nap, short by then).
+      bell->sleeping_on(peer);
+      napping = true;
+      continue;
+    } else if (bell->sleep(nap)) {
+      // The peer has sent: its message is on its way (a ring may overtake it).
+      napping = false;
+      start = clock::now();
+      nap = std::chrono::microseconds(10);
+      continue;
+    }
     nap = std::min(nap * 2, max_nap);
   }
 }

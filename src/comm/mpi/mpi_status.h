@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "comm/peer_bell.h"
 #include "kolo/status.h"
 
 namespace kolo {
@@ -31,8 +32,11 @@ enum class WaitPace {
 
 // Waits for a nonblocking MPI request without pinning a core: spin briefly, then yield, then
 // sleep in short naps, so a waiting engine leaves the CPU to the framework's threads (ranks often
-// outnumber cores on a laptop or in CI).
-Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace = WaitPace::kControl);
+// outnumber cores on a laptop or in CI). With a `bell`, the wait tells `peer` (the rank whose message
+// it waits for) that it sleeps, and each nap sleeps on the bell: a ring (the peer has sent) ends the
+// nap, and the wait spins and yields again for the message.
+Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace = WaitPace::kControl, PeerBell* bell = nullptr,
+                int peer = -1);
 
 // A peer is lost and the job must end (no ULFM): every mpi_wait from now on gives up, failing with
 // `why`, instead of waiting for ever for the lost peer (its request is left to the process's end), so

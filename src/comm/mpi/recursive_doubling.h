@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "comm/mpi/combine_bytes.h"
+#include "comm/peer_bell.h"
 #include "kolo/status.h"
 
 namespace kolo {
@@ -19,7 +20,9 @@ namespace kolo {
 // `tag` on `comm`, which nothing else may receive on meanwhile. Partners always combine the lower rank's
 // block first, so both hold the same bytes after each step and every rank ends with the same result,
 // whether or not the reduction commutes to the bit (floating-point min with NaNs does not).
+// With a `bell`, its waits sleep on it and it rings partners waiting for it (point_to_point.h).
 Status recursive_doubling_allreduce(MPI_Comm comm, int rank, int size, int tag, char* data, char* scratch,
-                                    size_t bytes, const CombineBytes& combine, const char* what);
+                                    size_t bytes, const CombineBytes& combine, const char* what,
+                                    PeerBell* bell = nullptr);
 
 }  // namespace kolo
