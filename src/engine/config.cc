@@ -87,11 +87,6 @@ const std::vector<SettingInfo>& known_settings() {
        "and copies, no MPI), flat on one host and as the stages inside each host of hierarchical allreduce; "
        "where the segment cannot be made (the directory missing or too small) kolo warns once per host and "
        "uses MPI. 0: always MPI."},
-      {"KOLO_DOORBELL", "1",
-       "1: where a job spans hosts, a rank waiting in negotiation for a peer sleeps on a UDP socket of its "
-       "own (any interface, an ephemeral port) that the peer rings when it sends, so a late rank is seen "
-       "when it comes; without one the wait sleeps in naps of up to 1 ms. A ring lost or blocked costs "
-       "the rest of a nap. 0: naps only."},
       {"KOLO_SHARED_MEMORY_DIR", "/dev/shm",
        "Where the shared-memory segment is made (a tmpfs): it is removed as soon as every rank of the host "
        "has mapped it, and a killed job's leftover is removed by the next kolo that starts on the host."},
@@ -99,6 +94,11 @@ const std::vector<SettingInfo>& known_settings() {
        "Each rank's share of the segment per round (twice this per rank, double-buffered): a round's "
        "copies stay in cache. auto: 1 MiB up to 8 ranks on a host, less beyond (a 16 MiB segment at most, "
        "slots of 64 KiB at least). A multiple of 64, from 4096 to 67108864."},
+      {"KOLO_DOORBELL", "1",
+       "1: where a job spans hosts, a rank waiting in negotiation for a peer sleeps on a UDP socket of its "
+       "own (any interface, an ephemeral port) that the peer rings when it sends, so a late rank is seen "
+       "when it comes; without one the wait sleeps in naps of up to 1 ms. A ring lost or blocked costs "
+       "the rest of a nap. 0: naps only."},
       {"KOLO_THREAD_NICE", "0",
        "Nice value (0-19) of kolo's background thread and the threads it starts. Above 0, where the "
        "training threads fill every core (training on the CPU), backward runs first and the reductions take "
@@ -249,8 +249,8 @@ Status parse_config(const SettingLookup& lookup, Config* config, const SettingOr
   p.non_negative_int("KOLO_THREAD_NICE", &c.thread_nice);
   p.boolean("KOLO_SHARED_MEMORY", &c.shared_memory);
   p.text("KOLO_SHARED_MEMORY_DIR", &c.shared_memory_dir);
-  p.boolean("KOLO_DOORBELL", &c.doorbell);
   p.non_negative_int("KOLO_SHARED_MEMORY_SLOT_BYTES", &c.shared_memory_slot_bytes);
+  p.boolean("KOLO_DOORBELL", &c.doorbell);
   int join_average = c.join_average_over_contributors ? 1 : 0;
   p.choice("KOLO_JOIN_AVERAGE", {"size", "contributors"}, &join_average);
   c.join_average_over_contributors = join_average == 1;

@@ -7,11 +7,12 @@
 
 #include <climits>
 
+#include "common/clock.h"
+
 namespace kolo {
 
 void shared_futex_wait(const void* word, uint32_t expected, std::chrono::microseconds timeout) {
-  const long long us = timeout.count();
-  timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+  timespec ts = to_timespec(timeout);
   // Not FUTEX_PRIVATE_FLAG: the sleeper and the waker are different processes.
   syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
 }

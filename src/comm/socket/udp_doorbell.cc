@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <ctime>
+
+#include "common/clock.h"
 
 namespace kolo {
 namespace {
@@ -74,19 +75,11 @@ void UdpDoorbell::set_peers(const std::vector<Address>& peers, int rank) {
   routes_.assign(peers.size(), nowhere());
   for (size_t r = 0; r < peers.size(); ++r) {
     const Address& p = peers[r];
-    if (p.port == 0) continue;
-    sockaddr_in& to = routes_[r];
-    to.sin_port = htons(static_cast<uint16_t>(p.port));
-    if (std::strncmp(p.host, address_.host, sizeof p.host) == 0) {
-      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      continue;
-    }
-    const int i = reachable_address(address_, p);
-    if (i < 0) {
-      to.sin_port = 0;
-      continue;
-    }
-    to.sin_addr.s_addr = p.addresses[i];
+    const bool here = std::strncmp(p.host, address_.host, sizeof p.host) == 0;
+    const int i = here ? -1 : reachable_address(address_, p);
+    if (p.port == 0 || (!here && i < 0)) continue;
+    routes_[r].sin_addr.s_addr = here ? htonl(INADDR_LOOPBACK) : p.addresses[i];
+    routes_[r].sin_port = htons(static_cast<uint16_t>(p.port));
   }
 }
 
@@ -102,8 +95,7 @@ void UdpDoorbell::sleeping_on(int peer) {
 
 bool UdpDoorbell::sleep(std::chrono::microseconds timeout) {
   pollfd p{fd_, POLLIN, 0};
-  const auto us = timeout.count();
-  const timespec t{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+  const timespec t = to_timespec(timeout);
   if (::ppoll(&p, 1, &t, nullptr) <= 0) return false;
   return take();
 }
