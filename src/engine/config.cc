@@ -128,6 +128,14 @@ const std::vector<SettingInfo>& known_settings() {
 
 namespace {
 
+// A setting whose default the job's layout decides (documented as "auto").
+bool is_auto_setting(const std::string& name) {
+  for (const SettingInfo& s : known_settings()) {
+    if (name == s.name) return std::string(s.default_text) == "auto";
+  }
+  return false;
+}
+
 class Parser {
  public:
   Parser(const SettingLookup& lookup, const SettingOrigin& origin) : lookup_(lookup), origin_(origin) {}
@@ -226,7 +234,16 @@ class Parser {
 
 }  // namespace
 
-Status parse_config(const SettingLookup& lookup, Config* config, const SettingOrigin& origin) {
+Status parse_config(const SettingLookup& given, Config* config, const SettingOrigin& origin) {
+  // "auto", the default the docs show for the settings that the job's layout decides, is also a value
+  // one may write: it means the same as leaving the setting unset (and so open to autotune).
+  const SettingLookup lookup = [&given](const std::string& name) -> const char* {
+    const char* v = given(name);
+    if (v == nullptr || !is_auto_setting(name)) return v;
+    std::string t = v;
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t == "auto" ? nullptr : v;
+  };
   Config c;
   Parser p(lookup, origin);
   p.non_negative_double("KOLO_CYCLE_TIME_MS", &c.cycle_time_ms);

@@ -118,6 +118,28 @@ TEST(Config, LayoutDefaultsLeaveWhatTheUserSet) {
   EXPECT_EQ(on_one_host.segment_bytes, 0);
 }
 
+TEST(Config, AutoWrittenOutIsTheSameAsUnset) {
+  Config written;
+  ASSERT_TRUE(parse({{"KOLO_HIERARCHICAL_ALLREDUCE", "auto"}, {"KOLO_SEGMENT_BYTES", "AUTO"},
+                     {"KOLO_ZERO_COPY_BYTES", "auto"}, {"KOLO_SHARED_MEMORY_SLOT_BYTES", "Auto"},
+                     {"KOLO_AUTOTUNE", "1"}},
+                    &written)
+                  .ok());
+  // Open to autotune, as unset ones are, and decided by the layout.
+  EXPECT_FALSE(written.autotune.fixed_hierarchical);
+  EXPECT_FALSE(written.autotune.fixed_segment);
+  EXPECT_FALSE(written.autotune.fixed_zero_copy);
+  EXPECT_EQ(written.shared_memory_slot_bytes, Config::kAuto);
+  resolve_layout_defaults(layout(2, 2), &written);
+  EXPECT_TRUE(written.hierarchical_allreduce);
+  EXPECT_EQ(written.segment_bytes, 4 << 20);
+  EXPECT_EQ(written.zero_copy_bytes, 8 << 20);
+  // Only those settings take it.
+  Config c;
+  const Status s = parse({{"KOLO_FUSION_THRESHOLD_BYTES", "auto"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_FUSION_THRESHOLD_BYTES='auto' is not valid: expected a non-negative integer.");
+}
+
 TEST(Config, ReadsEveryValue) {
   Config c;
   ASSERT_TRUE(parse({{"KOLO_CYCLE_TIME_MS", "2.5"},
