@@ -69,7 +69,7 @@ int run_elastic(const LaunchOptions& o, const Machine& m) {
   } else {
     // No last good answer to fall back on yet: a script that fails now is a mistake to report.
     std::string error;
-    if (!discover_hosts(o.discovery_script, &s.hosts, &error)) {
+    if (!discover_hosts(o.discovery_script, &s.hosts, &error, o.slots_per_host)) {
       say() << error << "\n";
       return 2;
     }

@@ -13,15 +13,11 @@
 #include <sstream>
 #include <thread>
 
+#include "option_values.h"
+
 namespace kolo {
 namespace launcher {
 namespace {
-
-std::string trimmed(const std::string& s) {
-  const size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
-}
 
 // Runs the script with its stdout in `out`. False with the problem when it cannot start, fails or
 // runs past the deadline.
@@ -92,7 +88,8 @@ bool run_script(const std::string& script, double timeout_seconds, std::string* 
 
 }  // namespace
 
-bool parse_discovered_hosts(const std::string& text, std::vector<Host>* hosts, std::string* error) {
+bool parse_discovered_hosts(const std::string& text, std::vector<Host>* hosts, std::string* error,
+                            int default_slots) {
   hosts->clear();
   std::stringstream s(text);
   std::string line;
@@ -111,6 +108,7 @@ bool parse_discovered_hosts(const std::string& text, std::vector<Host>* hosts, s
       *error = where + *error;
       return false;
     }
+    if (line.find(':') == std::string::npos) hosts->back().slots = default_slots;
   }
   if (hosts->empty()) {
     *error = "printed no hosts";
@@ -119,11 +117,12 @@ bool parse_discovered_hosts(const std::string& text, std::vector<Host>* hosts, s
   return true;
 }
 
-bool discover_hosts(const std::string& script, std::vector<Host>* hosts, std::string* error,
+bool discover_hosts(const std::string& script, std::vector<Host>* hosts, std::string* error, int default_slots,
                     double timeout_seconds) {
   std::string output;
   std::vector<Host> found;
-  if (!run_script(script, timeout_seconds, &output, error) || !parse_discovered_hosts(output, &found, error)) {
+  if (!run_script(script, timeout_seconds, &output, error) ||
+      !parse_discovered_hosts(output, &found, error, default_slots)) {
     *error = "host discovery script " + script + ": " + *error;
     return false;
   }

@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   Machine machine;
   machine.placed_by_slurm = placed_by_slurm(in_allocation ? &allocation : nullptr, options);
   machine.mpirun = find_mpirun();
+  // A dry run only prints the command: it may be made on a machine without Open MPI.
+  if (machine.mpirun.empty() && options.dry_run && !std::getenv("KOLO_MPIRUN")) machine.mpirun = "mpirun";
   if (machine.mpirun.empty()) {
     return fail(std::getenv("KOLO_MPIRUN") ? std::string("KOLO_MPIRUN='") + std::getenv("KOLO_MPIRUN") +
                                                  "' is not an executable file"
@@ -120,7 +122,8 @@ int main(int argc, char** argv) {
     }
     if (!options.dry_run) {
       const std::vector<std::string> unreachable =
-          unreachable_hosts(hosts, machine.hostname, options.rsh_agent, options.start_timeout_seconds);
+          unreachable_hosts(hosts, machine.hostname, options.rsh_agent, options.ssh_args(),
+                            options.start_timeout_seconds);
       for (const std::string& m : unreachable) std::cerr << "kolorun: " << m << "\n";
       if (!unreachable.empty()) return 2;
     }

@@ -58,7 +58,8 @@ std::string mpirun_version(const std::string& mpirun) {
 }
 
 std::vector<std::string> unreachable_hosts(const std::vector<Host>& hosts, const std::string& hostname,
-                                           const std::string& rsh_agent, double timeout_seconds) {
+                                           const std::string& rsh_agent, const std::vector<std::string>& ssh_args,
+                                           double timeout_seconds) {
   std::vector<Check> checks;
   for (const Host& h : hosts) {
     if (is_local_host(h.name, hostname)) continue;
@@ -66,13 +67,15 @@ std::vector<std::string> unreachable_hosts(const std::vector<Host>& hosts, const
     c.host = h.name;
     if (rsh_agent.empty()) {
       const int connect = std::max(1, static_cast<int>(timeout_seconds));
-      c.argv = {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(connect), h.name, "true"};
+      c.argv = {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(connect)};
     } else {
       std::stringstream words(rsh_agent);
       std::string w;
       while (words >> w) c.argv.push_back(w);
-      c.argv.insert(c.argv.end(), {h.name, "true"});
     }
+    // As Open MPI gives its plm_rsh_args: after the agent, before the host.
+    c.argv.insert(c.argv.end(), ssh_args.begin(), ssh_args.end());
+    c.argv.insert(c.argv.end(), {h.name, "true"});
     checks.push_back(c);
   }
   std::vector<std::string> failures;

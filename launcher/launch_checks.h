@@ -16,10 +16,12 @@ std::string find_mpirun();
 // The first line `mpirun --version` prints ("mpirun (Open MPI) 5.0.11"); empty if it printed none.
 std::string mpirun_version(const std::string& mpirun);
 
-// Runs `agent host true` (agent: ssh in batch mode, or --rsh-agent) for every host that is not
-// this one, all at once; returns one message per host that failed or did not answer in time.
+// Runs `agent [ssh_args] host true` (agent: ssh in batch mode, or --rsh-agent; ssh_args: -p, -i) for
+// every host that is not this one, all at once; returns one message per host that failed or did not
+// answer in time.
 std::vector<std::string> unreachable_hosts(const std::vector<Host>& hosts, const std::string& hostname,
-                                           const std::string& rsh_agent, double timeout_seconds);
+                                           const std::string& rsh_agent, const std::vector<std::string>& ssh_args,
+                                           double timeout_seconds);
 
 }  // namespace launcher
 }  // namespace kolo

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config_file.h"
 #include "option_values.h"
 #include "setting_flags.h"
 
@@ -28,10 +29,13 @@ class CommandLineParser {
   bool parse();
 
  private:
+  bool parse_options();
+  bool apply_config_file();
   std::string split_inline_value(const std::string& arg);
   bool value(const std::string& flag, std::string* v);
   bool count(const std::string& flag, long long min, int* out);
   bool seconds(const std::string& flag, bool zero_allowed, double* out);
+  bool cooldown_range(const std::string& flag);
   bool hosts_once();
   bool read_hostfile(const std::string& path);
 
@@ -106,6 +110,20 @@ bool CommandLineParser::seconds(const std::string& flag, bool zero_allowed, doub
   return true;
 }
 
+// Two values, as horovodrun takes them: LOW HIGH seconds, 1 <= LOW <= HIGH <= 3600.
+bool CommandLineParser::cooldown_range(const std::string& flag) {
+  std::string low, high;
+  double l, h;
+  if (!value(flag, &low) || !value(flag, &high)) return false;
+  if (!parse_number(low, &l) || !parse_number(high, &h) || l < 1 || h < l || h > 3600) {
+    *error_ = flag + " expects LOW HIGH seconds, 1 <= LOW <= HIGH <= 3600, got '" + low + " " + high + "'";
+    return false;
+  }
+  o_->cooldown_low_seconds = l;
+  o_->cooldown_high_seconds = h;
+  return true;
+}
+
 Took CommandLineParser::setting_option(const std::string& a) {
   const SettingFlag* f = find_setting_flag(a);
   if (!f) return Took::kNotMine;
@@ -122,14 +140,23 @@ Took CommandLineParser::setting_option(const std::string& a) {
 // The job's size and what kolorun itself does: print, check, start.
 Took CommandLineParser::job_option(const std::string& a) {
   if (a == "-np" || a == "--num-proc" || a == "-n") return took(count(a, 1, &o_->num_proc));
-  if (a == "--verbose" || a == "-v") {
+  if (a == "--verbose") {
     o_->verbose = true;
   } else if (a == "--dry-run") {
     o_->dry_run = true;
   } else if (a == "--check-build" || a == "-cb") {
     o_->check_build = true;
-  } else if (a == "--version") {
+  } else if (a == "--version" || a == "-v") {  // -v is horovodrun's --version
     o_->version = true;
+  } else if (a == "--disable-cache" || a == "--stall-check") {
+    // horovodrun's: kolorun keeps no cache of its host checks between runs, and the stall check is on
+    // unless --no-stall-check turns it off.
+  } else if (a == "--jsrun") {
+    *error_ = "--jsrun: kolorun starts ranks with Open MPI's mpirun (or Slurm's, inside an allocation), not "
+              "IBM's jsrun; drop the option";
+    return Took::kFailed;
+  } else if (a == "--config-file") {
+    return took(value(a, &o_->config_file));
   } else if (a == "-h" || a == "--help") {
     o_->help = true;
   } else if (a == "--start-timeout") {
@@ -177,8 +204,8 @@ Took CommandLineParser::host_option(const std::string& a) {
 }
 
 Took CommandLineParser::elastic_option(const std::string& a) {
-  if (a == "--min-np") return took(count(a, 1, &o_->min_np));
-  if (a == "--max-np") return took(count(a, 1, &o_->max_np));
+  if (a == "--min-np" || a == "--min-num-proc") return took(count(a, 1, &o_->min_np));
+  if (a == "--max-np" || a == "--max-num-proc") return took(count(a, 1, &o_->max_np));
   if (a == "--in-place") {
     o_->in_place = true;
     return Took::kYes;
@@ -197,6 +224,10 @@ Took CommandLineParser::elastic_option(const std::string& a) {
     ok = seconds(a, false, &o_->discovery_interval_seconds);
   } else if (a == "--blacklist-after") {
     ok = count(a, 0, &o_->blacklist_after);
+  } else if (a == "--slots-per-host") {
+    ok = count(a, 1, &o_->slots_per_host);
+  } else if (a == "--blacklist-cooldown-range") {
+    ok = cooldown_range(a);
   } else {
     return Took::kNotMine;
   }
@@ -208,8 +239,33 @@ Took CommandLineParser::elastic_option(const std::string& a) {
 // What goes on to mpirun, or through it to every rank.
 Took CommandLineParser::passed_on_option(const std::string& a) {
   std::string v;
-  if (a == "--network-interface") return took(value(a, &o_->network_interface));
+  if (a == "--network-interface" || a == "--network-interfaces") {
+    // Given again, or as a comma-separated list: all of them, as horovodrun takes them.
+    if (!value(a, &v)) return Took::kFailed;
+    o_->network_interface += (o_->network_interface.empty() || v.empty() ? "" : ",") + v;
+    return Took::kYes;
+  }
   if (a == "--rsh-agent") return took(value(a, &o_->rsh_agent));
+  if (a == "-p" || a == "--ssh-port") {
+    int port = 0;
+    if (!count(a, 1, &port)) return Took::kFailed;
+    o_->ssh_port = std::to_string(port);
+    return Took::kYes;
+  }
+  if (a == "-i" || a == "--ssh-identity-file") return took(value(a, &o_->ssh_identity_file));
+  if (a == "--output-filename") return took(value(a, &o_->output_filename));
+  if (a == "--prefix-output-with-timestamp" || a == "-prefix-timestamp") {
+    o_->timestamp_output = true;
+    return Took::kYes;
+  }
+  if (a == "--tcp") {
+    o_->tcp = true;
+    return Took::kYes;
+  }
+  if (a == "--binding-args") {
+    o_->binding_args.clear();
+    return took(value(a, &v) && split_shell_words(v, &o_->binding_args, error_));
+  }
   if (a == "--mpi-args") {
     std::vector<std::string> words;
     if (!value(a, &v) || !split_shell_words(v, &words, error_)) return Took::kFailed;
@@ -243,7 +299,9 @@ Took CommandLineParser::option(const std::string& a) {
   return Took::kNotMine;
 }
 
-bool CommandLineParser::parse() {
+bool CommandLineParser::parse() { return parse_options() && apply_config_file() && check(); }
+
+bool CommandLineParser::parse_options() {
   for (; i_ < args_.size(); ++i_) {
     const std::string a = split_inline_value(args_[i_]);
     const Took t = option(a);
@@ -262,7 +320,29 @@ bool CommandLineParser::parse() {
       return false;
     }
   }
-  return check();
+  return true;
+}
+
+// --config-file's settings, under the command line's: an option given there wins, as in horovodrun.
+bool CommandLineParser::apply_config_file() {
+  if (o_->config_file.empty()) return true;
+  std::ifstream f(o_->config_file);
+  std::stringstream text;
+  std::vector<std::pair<std::string, std::string>> from_file;
+  if (!f || !(text << f.rdbuf()) || !read_config_file(text.str(), &from_file, error_)) {
+    *error_ = "--config-file " + o_->config_file + ": " + (f ? *error_ : "cannot be read");
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> settings;
+  for (auto it = from_file.rbegin(); it != from_file.rend(); ++it) {  // the file's last word on each
+    auto given = [&](const std::pair<std::string, std::string>& s) { return s.first == it->first; };
+    if (std::none_of(o_->settings.begin(), o_->settings.end(), given) &&
+        std::none_of(settings.begin(), settings.end(), given)) {
+      settings.insert(settings.begin(), *it);
+    }
+  }
+  o_->settings.insert(o_->settings.begin(), settings.begin(), settings.end());
+  return true;
 }
 
 // The options together.
@@ -297,6 +377,13 @@ bool CommandLineParser::check() const {
 }
 
 }  // namespace
+
+std::vector<std::string> LaunchOptions::ssh_args() const {
+  std::vector<std::string> args;
+  if (!ssh_port.empty()) args.insert(args.end(), {"-p", ssh_port});
+  if (!ssh_identity_file.empty()) args.insert(args.end(), {"-i", ssh_identity_file});
+  return args;
+}
 
 bool parse_command_line(const std::vector<std::string>& args, LaunchOptions* o, std::string* error) {
   *o = LaunchOptions();

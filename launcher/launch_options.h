@@ -28,9 +28,16 @@ struct LaunchOptions {
   // starts, else kolorun ends the attempt and restarts (a rank frozen in MPI's start-up holds all).
   // --start-timeout sets it too.
   double ranks_start_timeout_seconds = 120;
-  std::string network_interface;
+  std::string network_interface;     // one or more, comma-separated (horovodrun's --network-interfaces)
   std::string rsh_agent;             // reaches other hosts; empty: ssh
+  std::string ssh_port;              // -p: given to ssh (kolorun's own checks and mpirun's)
+  std::string ssh_identity_file;     // -i: the same
   std::vector<std::string> mpi_args; // --mpi-args, split as a shell would
+  std::vector<std::string> binding_args;  // --binding-args: in place of "--bind-to none --map-by slot"
+  std::string output_filename;       // --output-filename: mpirun writes each rank's output under it
+  bool timestamp_output = false;     // --prefix-output-with-timestamp
+  bool tcp = false;                  // --tcp: Open MPI's ob1 over TCP, as horovodrun asks
+  std::string config_file;           // --config-file: horovodrun's YAML, read into `settings`
   // KOLO_* settings from options, in the order given.
   std::vector<std::pair<std::string, std::string>> settings;
   // -x: variables to forward (value empty and has_value false) or set.
@@ -50,9 +57,15 @@ struct LaunchOptions {
   int reset_limit = -1;              // restarts allowed after failures; -1: no limit
   double discovery_interval_seconds = 1.0; // how often the script runs
   int blacklist_after = 2;           // failures blamed on one host before it is left out; 0: never
+  // --blacklist-cooldown-range: a host left out comes back after a cooldown in this range (seconds),
+  // longer each time; 0: it is left out for good.
+  double cooldown_low_seconds = 0, cooldown_high_seconds = 0;
+  int slots_per_host = 1;            // a discovered host printed without a slot count has this many
   // --in-place: a lost rank is cut out of the running job (Open MPI 5's ULFM) instead of ending the
   // attempt; turns elastic mode on.
   bool in_place = false;
+  // -p and -i as ssh's own options.
+  std::vector<std::string> ssh_args() const;
   bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty() || in_place; }
 };
 

@@ -79,8 +79,12 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
   a.insert(a.end(), {"-np", std::to_string(o.num_proc)});
   if (!m.placed_by_slurm) a.insert(a.end(), {"-H", host_list_text(effective_hosts(o))});
   // One rank per slot, in host order; no core binding: a rank's threads (kolo's among them) and
-  // the framework's own thread pools need the whole machine.
-  a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});
+  // the framework's own thread pools need the whole machine. --binding-args replaces both.
+  if (o.binding_args.empty()) {
+    a.insert(a.end(), {"--bind-to", "none", "--map-by", "slot"});
+  } else {
+    a.insert(a.end(), o.binding_args.begin(), o.binding_args.end());
+  }
   if (o.in_place) {
     // ULFM on: a process's failure no longer ends the job. Only TCP among processes (Open MPI 5's
     // shared-memory transport does not survive a failure: a shrink over it never returns), and ULFM's
@@ -89,6 +93,17 @@ MpirunCommand build_mpirun_command(const LaunchOptions& o, const Machine& m) {
                        "mpi_ft_detector_period", "1", "--mca", "mpi_ft_detector_timeout", "4"});
   }
   if (!o.rsh_agent.empty()) a.insert(a.end(), {"--mca", "plm_rsh_agent", o.rsh_agent});
+  if (!o.ssh_args().empty()) {
+    // Open MPI splits plm_rsh_args at blanks, quotes or not (so does horovodrun's -i).
+    std::string args;
+    for (const std::string& w : o.ssh_args()) args += (args.empty() ? "" : " ") + w;
+    a.insert(a.end(), {"--mca", "plm_rsh_args", args});
+  }
+  // --tcp as horovodrun gives it to Open MPI: the ob1 messaging layer, InfiniBand's transport left out.
+  if (o.tcp) a.insert(a.end(), {"--mca", "pml", "ob1"});
+  if (o.tcp && !o.in_place) a.insert(a.end(), {"--mca", "btl", "^openib"});  // in place sets tcp,self
+  if (!o.output_filename.empty()) a.insert(a.end(), {"--output-filename", o.output_filename});
+  if (o.timestamp_output) a.push_back("--timestamp-output");
   if (!o.network_interface.empty()) {
     a.insert(a.end(), {"--mca", "btl_tcp_if_include", o.network_interface});
     a.insert(a.end(), {"--mca", "oob_tcp_if_include", o.network_interface});

@@ -42,6 +42,17 @@ bool valid_env_name(const std::string& name) {
   return true;
 }
 
+std::string trimmed(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
+}
+
+std::string lowercase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 bool split_shell_words(const std::string& text, std::vector<std::string>* words, std::string* error) {
   words->clear();
   std::string cur;

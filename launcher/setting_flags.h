@@ -1,5 +1,6 @@
-// The flags that set one of kolo's settings on every rank (horovodrun's names): a table, so that
-// the command line's parser handles them all alike.
+// The flags that set one of kolo's settings on every rank (horovodrun's names, and its options for
+// what kolo does not have, as their HOROVOD_* variables): a table, so that the command line's parser
+// handles them all alike.
 #pragma once
 
 #include <string>
@@ -9,7 +10,7 @@ namespace launcher {
 
 // One row of the table.
 struct SettingFlag {
-  enum Kind { kText, kInteger, kNumber, kFixed };
+  enum Kind { kText, kInteger, kNumber, kFixed, kLogLevel };
   const char* flag;
   const char* setting;
   Kind kind;

@@ -257,7 +257,7 @@ TEST(KolorunElastic, RunningTheDiscoveryScript) {
   EXPECT_EQ(error, "host discovery script " + bad + ": line 2: bad slot count in 'a:b': expected host:N with N >= 1");
   // A hung script (and what it started) is killed at the timeout.
   const std::string hangs = script("kolorun_discover_hangs.sh", "echo a:2; sleep 30 & sleep 30");
-  EXPECT_FALSE(discover_hosts(hangs, &hosts, &error, 0.3));
+  EXPECT_FALSE(discover_hosts(hangs, &hosts, &error, 1, 0.3));
   EXPECT_EQ(error, "host discovery script " + hangs + ": did not finish within 0.3 s");
   EXPECT_FALSE(discover_hosts("/nonexistent/discover.sh", &hosts, &error));
   EXPECT_EQ(error, "host discovery script /nonexistent/discover.sh: exited with status 127");

@@ -97,6 +97,26 @@ def test_a_horovod_job_scripts_variables_are_read_as_kolos(tmp_path):
 
 
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_a_horovodrun_command_line_runs_as_it_is(tmp_path):
+    # horovodrun's options and config file, the launcher's name changed: what kolo has takes effect (the
+    # timeline, the log level), and what it has not is named once, by rank 0.
+    timeline = tmp_path / "timeline.json"
+    config = tmp_path / "horovod.yaml"
+    config.write_text("params:\n  cycle_time_ms: 2\ntimeline:\n  filename: %s\nlogging:\n  level: INFO\n" % timeline)
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    job = kolorun("-np", "2", "--config-file", str(config), "--num-nccl-streams", "2", "--gloo", "--disable-cache",
+                  "--no-mpi-threads-disable", "--output-filename", str(tmp_path / "out"), sys.executable, "-c",
+                  HOROVOD_SCRIPT, env=env, timeout=120)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert '"args":{"collective":"MPI_ALLREDUCE","fused":1}' in timeline.read_text()
+    logs = "".join(p.read_text() for p in sorted((tmp_path / "out").rglob("stderr")))
+    assert "[kolo 0] INFO: initialized: rank 0 of 2" in logs, logs
+    assert logs.count("HOROVOD_NUM_NCCL_STREAMS=2 has no meaning in kolo, ignored: kolo has no such setting") == 1, logs
+    assert logs.count("HOROVOD_CONTROLLER=gloo has no meaning in kolo, ignored: kolo negotiates over MPI") == 1, logs
+    assert "HOROVOD_MPI_THREADS_DISABLE" not in logs  # off is what kolo does: nothing to say
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
 def test_a_bad_horovod_value_fails_init_naming_the_variable_as_written():
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), HOROVOD_FUSION_THRESHOLD="64MB")
     job = kolorun("-np", "2", sys.executable, "-c", HOROVOD_SCRIPT, env=env, timeout=120)
@@ -127,6 +147,10 @@ def test_mpirun_missing_is_a_clear_error():
     job = kolorun("-np", "1", "true", env=env)
     assert job.returncode == 2
     assert job.stderr == ("kolorun: mpirun not found on PATH: install Open MPI (Debian: apt-get install openmpi-bin)\n")
+    # A dry run only prints the command.
+    dry = kolorun("--dry-run", "-np", "1", "true", env=env)
+    assert (dry.returncode, dry.stderr) == (0, ""), dry.stderr
+    assert dry.stdout.startswith("mpirun ") and dry.stdout.endswith(" true\n"), dry.stdout
 
 
 def test_too_many_ranks_for_the_slots():
