@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <limits>
 #include <random>
 
@@ -46,18 +45,18 @@ void count_failures(const LaunchOptions& o, const std::set<std::string>& blamed,
   for (const std::string& host : blamed) {
     const int n = ++s->failures[host];
     if (o.blacklist_after <= 0 || n < o.blacklist_after || s->left_out.count(host)) continue;
-    say() << "host " << host << " failed " << n << " times (--blacklist-after " << o.blacklist_after
-          << "); leaving it out of the job";
     double until = std::numeric_limits<double>::infinity();
+    std::string how_long;
     if (o.cooldown_low_seconds > 0) {
       static std::mt19937 random_bits(std::random_device{}());
       const double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(random_bits);
       const double wait =
           cooldown_seconds(o.cooldown_low_seconds, o.cooldown_high_seconds, ++s->times_left_out[host], jitter);
-      say() << " for " << static_cast<int>(wait) << " s (--blacklist-cooldown-range)";
+      how_long = " for " + std::to_string(static_cast<int>(wait)) + " s (--blacklist-cooldown-range)";
       until = now() + wait;
     }
-    std::cerr << "\n";
+    say() << "host " << host << " failed " << n << " times (--blacklist-after " << o.blacklist_after
+          << "); leaving it out of the job" << how_long << "\n";
     s->left_out[host] = until;
   }
   drop_left_out(s);

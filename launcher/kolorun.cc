@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   SlurmAllocation allocation;
   const bool in_allocation =
       find_slurm_allocation([](const char* name) { return std::getenv(name); }, &allocation, &error);
-  if (!error.empty()) return fail(error);
+  if (!error.empty() && wants_allocation(options)) return fail(error);
   if (!settle_rank_count(in_allocation ? &allocation : nullptr, &options, &error)) return fail(error);
 
   Machine machine;

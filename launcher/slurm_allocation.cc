@@ -69,8 +69,10 @@ bool find_slurm_allocation(const std::function<const char*(const char*)>& getenv
   return true;
 }
 
+bool wants_allocation(const LaunchOptions& o) { return o.hosts.empty() && !o.elastic(); }
+
 bool placed_by_slurm(const SlurmAllocation* allocation, const LaunchOptions& o) {
-  return allocation != nullptr && o.hosts.empty() && !o.elastic();
+  return allocation != nullptr && wants_allocation(o);
 }
 
 bool settle_rank_count(const SlurmAllocation* allocation, LaunchOptions* o, std::string* error) {

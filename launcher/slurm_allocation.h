@@ -34,6 +34,9 @@ bool settle_rank_count(const SlurmAllocation* allocation, LaunchOptions* options
 
 // Whether mpirun places the ranks by the allocation itself (kolorun then gives it no -H).
 bool placed_by_slurm(const SlurmAllocation* allocation, const LaunchOptions& options);
+// Whether the ranks would be placed by an allocation there is: no hosts given, not elastic. An allocation
+// that cannot be read matters only then.
+bool wants_allocation(const LaunchOptions& options);
 
 }  // namespace launcher
 }  // namespace kolo

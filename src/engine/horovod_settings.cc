@@ -154,7 +154,8 @@ HorovodAliases::HorovodAliases(const std::function<const char*(const std::string
   for (const HorovodSetting& s : horovod_settings()) {
     if (!is_alias(s)) continue;
     const char* v = lookup(s.name);
-    if (v == nullptr) continue;
+    // The KOLO_* setting given too wins, whatever the alias says (horovod_warnings names both).
+    if (v == nullptr || lookup(s.kolo_setting) != nullptr) continue;
     const std::string written = v;
     std::string value = written;
     bool on = false;

@@ -128,6 +128,14 @@ TEST(HorovodSettings, AKoloSettingWinsWithOneWarningNamingBoth) {
   // A bad Horovod value behind a KOLO_* one is never read.
   ASSERT_TRUE(from_environment({{"HOROVOD_FUSION_THRESHOLD", "64MB"}, {"KOLO_FUSION_THRESHOLD_BYTES", "1024"}}, &c).ok());
   EXPECT_EQ(c.fusion_threshold_bytes, 1024);
+  // Nor is a bad flag or log level (read before the others once).
+  ASSERT_TRUE(from_environment({{"HOROVOD_AUTOTUNE", "maybe"}, {"KOLO_AUTOTUNE", "1"}, {"HOROVOD_LOG_LEVEL", "loud"},
+                                {"KOLO_LOG_LEVEL", "info"}, {"HOROVOD_STALL_CHECK_DISABLE", "yes please"},
+                                {"KOLO_STALL_CHECK_SECONDS", "5"}},
+                               &c)
+                  .ok());
+  EXPECT_TRUE(c.autotune.enabled);
+  EXPECT_EQ(c.stall_check_seconds, 5.0);
 }
 
 TEST(HorovodSettings, BadValuesNameTheVariableAsWritten) {

@@ -104,6 +104,12 @@ TEST(KolorunSlurm, OutsideAnAllocationNpIsRequired) {
   EXPECT_EQ(o.num_proc, 0);
 }
 
+TEST(KolorunSlurm, AnAllocationThatCannotBeReadMattersOnlyWhereItWouldPlaceTheRanks) {
+  EXPECT_TRUE(wants_allocation(parsed({"-np", "2", "python3", "x.py"})));
+  EXPECT_FALSE(wants_allocation(parsed({"-np", "2", "-H", "a:2", "python3", "x.py"})));
+  EXPECT_FALSE(wants_allocation(parsed({"--min-np", "2", "python3", "x.py"})));
+}
+
 }  // namespace
 }  // namespace launcher
 }  // namespace kolo

@@ -153,6 +153,17 @@ def test_mpirun_missing_is_a_clear_error():
     assert dry.stdout.startswith("mpirun ") and dry.stdout.endswith(" true\n"), dry.stdout
 
 
+def test_an_allocation_that_cannot_be_read_stops_only_a_job_it_would_place():
+    env = dict(os.environ, SLURM_JOB_ID="12")
+    env.pop("SLURM_TASKS_PER_NODE", None)
+    placed = kolorun("--dry-run", "-np", "1", "true", env=env)
+    assert placed.returncode == 2
+    assert placed.stderr == ("kolorun: inside Slurm job 12, SLURM_TASKS_PER_NODE is not set: cannot tell how many "
+                             "ranks the allocation holds\n")
+    given = kolorun("--dry-run", "-np", "1", "-H", "localhost:1", "true", env=env)
+    assert (given.returncode, given.stderr) == (0, ""), given.stderr
+
+
 def test_too_many_ranks_for_the_slots():
     job = kolorun("-np", "5", "-H", "localhost:2,127.0.0.1:2", "true")
     assert job.returncode == 2
