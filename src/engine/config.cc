@@ -14,11 +14,12 @@ namespace kolo {
 
 // Variables kolorun and the bindings use that are not engine settings: no "unknown setting" warning.
 // KOLO_* names that are not settings but are read elsewhere: set by kolorun for the ranks (elastic
-// mode), kolorun's own, where the GPU path finds NCCL, and the Open MPI guard's debug switch.
+// mode), kolorun's own, kolo.run's for its ranks, where the GPU path finds NCCL, and the Open MPI guard's
+// debug switch.
 static bool read_elsewhere(const std::string& name) {
   static const std::set<std::string> names = {"KOLO_ELASTIC",      "KOLO_ELASTIC_JOB_ID",  "KOLO_ELASTIC_ATTEMPT",
                                               "KOLO_ELASTIC_COMMIT_DIR", "KOLO_ELASTIC_MIN_NP", "KOLO_MPIRUN",
-                                              "KOLO_NCCL_LIBRARY", "KOLO_DEBUG_OMPI_GUARD"};
+                                              "KOLO_RUN_SERVICE", "KOLO_NCCL_LIBRARY", "KOLO_DEBUG_OMPI_GUARD"};
   return names.count(name) > 0;
 }
 
