@@ -128,6 +128,8 @@ class TestTorchEnvironment:
         # Either import order (a CPU-only kolo links no NCCL of its own).
         for first, second in (("kolo.torch", "torch"), ("torch", "kolo.torch")):
             assert output("python", "-c", "import %s, %s; print('ok')" % (first, second)) == "ok\n"
+        # kolo.run (horovod.run) finds the installed kolorun, and pip brought its cloudpickle.
+        assert output("python", "-c", "import kolo; print(kolo.run(abs, args=(-2,), num_proc=2))") == "[2, 2]\n"
         size = run(["du", "-sk", torch_venv.site_packages() / "kolo"], timeout=60).stdout.split()[0]
         print("installed: %s KiB in %s" % (size, torch_venv.site_packages() / "kolo"))
 
