@@ -28,17 +28,22 @@ SMALL_TORCH = ["--no-cuda", "--model", "resnet18", "--batch-size", "4", "--num-w
                "--num-batches-per-iter", "1", "--num-iters", "2"]
 SMALL_TF = ["--no-cuda", "--model", "MobileNetV2", "--batch-size", "4", "--num-batches-per-iter", "1", "--num-iters",
             "2"]
-ELASTIC = ["--min-np", "2", "--max-np", "2", "--host-discovery-script", "{discover}"]
+# A failed attempt ends the run (elastic mode would restart it without end).
+ELASTIC = ["--min-np", "2", "--max-np", "2", "--host-discovery-script", "{discover}", "--reset-limit", "0"]
 EXAMPLES = [
     ("examples/pytorch/pytorch_synthetic_benchmark.py", "torch", ["-np", "2"], SMALL_TORCH),
     ("examples/pytorch/pytorch_synthetic_benchmark.py", "torch", ["-np", "2"], SMALL_TORCH + ["--fp16-allreduce"]),
     ("examples/pytorch/pytorch_synthetic_benchmark.py", "torch", ["-np", "2"], SMALL_TORCH + ["--use-adasum"]),
     ("examples/pytorch/pytorch_mnist.py", "torch", ["-np", "2"], ["--no-cuda", "--epochs", "1", "--data-dir", "{mnist}"]),
     ("examples/pytorch/pytorch_mnist.py", "torch", ["-np", "2"],
-     ["--no-cuda", "--epochs", "1", "--data-dir", "{mnist}", "--use-adasum", "--gradient-predivide-factor", "2"]),
+     ["--no-cuda", "--epochs", "1", "--data-dir", "{mnist}", "--use-adasum"]),
+    ("examples/pytorch/pytorch_mnist.py", "torch", ["-np", "2"],
+     ["--no-cuda", "--epochs", "1", "--data-dir", "{mnist}", "--fp16-allreduce", "--gradient-predivide-factor", "2"]),
     ("examples/elastic/pytorch/pytorch_synthetic_benchmark_elastic.py", "torch", ["-np", "2"] + ELASTIC, SMALL_TORCH),
     ("examples/elastic/pytorch/pytorch_mnist_elastic.py", "torch", ["-np", "2"] + ELASTIC,
      ["--no-cuda", "--epochs", "1", "--data-dir", "{mnist}"]),
+    # Written for tf.keras 2: under Keras 3 these two fail whatever the library (docs/migrating-from-horovod.md);
+    # with TF_USE_LEGACY_KERAS=1 and tf_keras installed, the first passes.
     ("examples/tensorflow2/tensorflow2_synthetic_benchmark.py", "tf", ["-np", "2"],
      SMALL_TF + ["--num-warmup-batches", "1"]),
     ("examples/tensorflow2/tensorflow2_keras_synthetic_benchmark.py", "tf", ["-np", "2"], SMALL_TF),
@@ -86,7 +91,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     build = Path(args.build).resolve()
-    pythons = {"torch": sys.executable, "tf": str(Path(args.tf_python).resolve())}
+    pythons = {"torch": sys.executable, "tf": os.path.abspath(args.tf_python)}  # a venv's python: its link kept
     work = Path(tempfile.mkdtemp(prefix="kolo-horovod-examples-"))
     stand_in_mnist(work / "mnist")
     discover = work / "discover.sh"
@@ -113,7 +118,9 @@ def main():
         name = " ".join([path] + (script_args[len(small):] if script_args[:len(small)] == small else script_args))
         if ok:
             passed += 1
-            last = [line for line in output.strip().split("\n") if line.strip()][-1:]
+            # Its last word, not a warning's.
+            last = [line for line in output.strip().split("\n")
+                    if line.strip() and not line[0].isspace() and "Warning" not in line][-1:]
             print("PASS %s (%d import line%s changed): %s" % (name, changed, "" if changed == 1 else "s",
                                                               last[0][:120] if last else ""))
         else:

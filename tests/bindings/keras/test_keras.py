@@ -96,6 +96,13 @@ def test_learning_rate_warmup(rank, size):
     assert_same_on_every_rank(model, size)
 
 
+def test_distributed_optimizer_refuses_keras_2s_optimizers_saying_why():
+    legacy = type("SGD", (), {"__module__": "tf_keras.src.optimizers.legacy.gradient_descent"})()
+    with pytest.raises(ValueError, match=r"kolo.keras works with Keras 3; this optimizer "
+                                         r"\(tf_keras.src.optimizers.legacy.gradient_descent.SGD\) is Keras 2's"):
+        kolo.DistributedOptimizer(legacy)
+
+
 def test_distributed_optimizer_rejects_other_ops():
     with pytest.raises(ValueError, match="Average, Sum or Adasum"):
         kolo.DistributedOptimizer(keras.optimizers.SGD(0.1), op=3)

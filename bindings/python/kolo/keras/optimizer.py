@@ -9,6 +9,17 @@ from kolo.keras import _backend
 from kolo.keras.compression import Compression
 
 
+def _refuse_keras_2(optimizer):
+    """A tf_keras optimizer (Keras 2, what tf.keras is with TF_USE_LEGACY_KERAS=1) would fail deep inside
+    model.fit, with kolo's Keras 3 callbacks; say so here, where the script wraps it."""
+    module = type(optimizer).__module__ or ""
+    if module.split(".")[0] == "tf_keras" or module.startswith("keras.optimizers.legacy"):
+        raise ValueError("kolo.keras works with Keras 3; this optimizer (%s.%s) is Keras 2's, which tf.keras is "
+                         "where TF_USE_LEGACY_KERAS=1. Run with Keras 3 (unset TF_USE_LEGACY_KERAS), or keep "
+                         "Keras 2 and reduce gradients with kolo.tensorflow's DistributedGradientTape in a custom "
+                         "training loop" % (module, type(optimizer).__name__))
+
+
 class _Distributed:
     """Mixed in before the user's optimizer class. Keras applies gradients through apply() (model.fit's
     train step, a custom loop's apply_gradients or stateless_apply); the gradients cross ranks where
@@ -140,6 +151,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     process_set: the gradients are reduced over its ranks (every rank by default); a rank outside
         it applies its own gradients, as in Horovod.
     """
+    _refuse_keras_2(optimizer)
     _process_sets.set_id(process_set, "DistributedOptimizer")  # registered, or a clear error now
     if int(backward_passes_per_step) < 1:
         raise ValueError("backward_passes_per_step must be at least 1, not %r" % (backward_passes_per_step,))
