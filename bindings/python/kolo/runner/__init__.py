@@ -33,11 +33,9 @@ def _pickled(func, args, kwargs):
     try:
         import cloudpickle
     except ImportError:
-        cloudpickle = None
-    if cloudpickle is not None:
-        return cloudpickle.dumps(call)
-    raise KoloValueError("kolo.run sends the function to the ranks by value, with cloudpickle: pip install "
-                         "cloudpickle")
+        raise KoloValueError("kolo.run sends the function to the ranks by value, with cloudpickle: pip install "
+                             "cloudpickle") from None
+    return cloudpickle.dumps(call)
 
 
 def _options(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_range, hosts, hostfile,
