@@ -136,7 +136,8 @@ def run(args):
     for name in exported:
         cmd += ["-x", name]
     cmd += [args.program, "--device", args.device, "--fault", args.fault, str(args.steps), str(args.die_at)]
-    log = open(args.log, "w+")
+    open(args.log, "w").close()
+    log = open(args.log, "a+")  # appending: the job shares the offset that reading the log moves
     log.write("$ %s\n" % " ".join(cmd))
     log.flush()
     start = time.time()

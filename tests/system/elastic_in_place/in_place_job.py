@@ -51,7 +51,9 @@ def job_env(**extra):
 
 def launch(tmp_path, cmd, env):
     """Starts `cmd`, its output going to tmp_path/job.log: the process and the log (for finish)."""
-    log = open(tmp_path / "job.log", "w+")
+    # Appending: the job shares this file's offset, which finish()'s seek(0) moves; without O_APPEND a line
+    # the job wrote between that seek and the read landed over the log's start.
+    log = open(tmp_path / "job.log", "a+")
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log
 
 
