@@ -3,10 +3,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <string>
+#include <utility>
 
 #include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_status.h"
+#include "common/deadline.h"
 #include "common/logging.h"
 
 namespace kolo {
@@ -26,6 +29,22 @@ void Runtime::at_exit() {
   if (r.faults_.lost().ok()) mpi_finalize_if_owned(r.mpi_);
 }
 
+namespace {
+
+// "rank 3 of 8", from the launcher's variables (MPI may still be starting): for messages only.
+std::string launcher_rank_words() {
+  for (const auto& [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                   std::pair{"PMIX_RANK", "SLURM_NTASKS"}, std::pair{"PMI_RANK", "PMI_SIZE"},
+                                   std::pair{"SLURM_PROCID", "SLURM_NTASKS"}}) {
+    const char* r = std::getenv(rank);
+    const char* n = std::getenv(size);
+    if (r != nullptr) return std::string("rank ") + r + (n != nullptr ? std::string(" of ") + n : std::string());
+  }
+  return "this rank";
+}
+
+}  // namespace
+
 Status Runtime::init(const Settings& overrides) {
   std::lock_guard<std::mutex> lock(mu_);
   if (job()) return Status::OK();
@@ -36,6 +55,14 @@ Status Runtime::init(const Settings& overrides) {
   if (!s.ok()) return s;
   set_log_level(config.log_level);
 
+  // init() is collective (MPI's start among it): a rank that never calls it (stuck before it, or on another
+  // code path) holds the others inside MPI, which cannot be interrupted. They say so once the peer timeout
+  // has passed, rather than wait in silence.
+  const Deadline waiting(config.peer_timeout_seconds, [seconds = config.peer_timeout_seconds] {
+    KOLO_LOG(kWarning, "init() on " << launcher_rank_words() << " has waited " << seconds
+                                    << " s for the other ranks: all must call it, and one that has not (stuck before "
+                                       "it, or on another code path) holds the others here");
+  });
   s = mpi_ensure_initialized(&mpi_);
   if (!s.ok()) return s;
   if (!exit_hook_) {

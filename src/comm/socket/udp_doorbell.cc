@@ -5,29 +5,19 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <sstream>
 
 #include "common/clock.h"
 
 namespace kolo {
 namespace {
 
-// This host's IPv4 interfaces that are up, loopback left out (a peer on this host is rung there anyway).
-void add_interfaces(UdpDoorbell::Address* a) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return;
-  for (ifaddrs* i = list; i != nullptr && a->count < UdpDoorbell::Address::kMostAddresses; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_netmask == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
-    a->addresses[a->count] = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
-    a->masks[a->count] = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr;
-    ++a->count;
-  }
-  freeifaddrs(list);
-}
+constexpr uint32_t kMagic = 0x4b4f4c42;  // "KOLB"
 
 sockaddr_in nowhere() {
   sockaddr_in s{};
@@ -35,32 +25,120 @@ sockaddr_in nowhere() {
   return s;
 }
 
-}  // namespace
-
-int reachable_address(const UdpDoorbell::Address& mine, const UdpDoorbell::Address& peer) {
-  if (peer.count == 0) return -1;
-  for (uint32_t m = 0; m < mine.count; ++m) {
-    for (uint32_t p = 0; p < peer.count; ++p) {
-      if ((peer.addresses[p] & mine.masks[m]) == (mine.addresses[m] & mine.masks[m])) return static_cast<int>(p);
+// Whether an interface `name` with `address` is among `only` (names, or subnets as "10.1.2.0/24").
+bool named(const std::string& only, const char* name, uint32_t address) {
+  if (only.empty()) return true;
+  std::stringstream list(only);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    const size_t slash = item.find('/');
+    if (slash == std::string::npos) {
+      if (item == name) return true;
+      continue;
     }
+    in_addr net{};
+    const int bits = std::atoi(item.c_str() + slash + 1);
+    if (inet_pton(AF_INET, item.substr(0, slash).c_str(), &net) != 1 || bits < 0 || bits > 32) continue;
+    const uint32_t mask = bits == 0 ? 0 : htonl(~uint32_t{0} << (32 - bits));
+    if ((address & mask) == (net.s_addr & mask)) return true;
   }
-  return 0;
+  return false;
 }
 
-Status UdpDoorbell::open(std::unique_ptr<UdpDoorbell>* out) {
+// The address this host's routing sends from to `to` (connecting a UDP socket sends nothing); 0 where
+// there is no route.
+uint32_t source_address_towards(uint32_t to) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in peer = nowhere();
+  peer.sin_addr.s_addr = to;
+  peer.sin_port = htons(9);
+  sockaddr_in mine = nowhere();
+  socklen_t length = sizeof mine;
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&peer), sizeof peer) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) == 0;
+  ::close(fd);
+  return ok ? mine.sin_addr.s_addr : 0;
+}
+
+}  // namespace
+
+UdpDoorbell::Interfaces UdpDoorbell::interfaces(const std::string& only) {
+  Interfaces a;
+  ::gethostname(a.host, sizeof a.host - 1);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return a;
+  for (ifaddrs* i = list; i != nullptr && a.count < Interfaces::kMostAddresses; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_netmask == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    const uint32_t address = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+    if (!named(only, i->ifa_name, address)) continue;
+    a.addresses[a.count] = address;
+    a.masks[a.count] = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr;
+    ++a.count;
+  }
+  freeifaddrs(list);
+  return a;
+}
+
+uint32_t doorbell_bind_address(const std::vector<UdpDoorbell::Interfaces>& all, int rank) {
+  const UdpDoorbell::Interfaces& mine = all[static_cast<size_t>(rank)];
+  std::vector<const UdpDoorbell::Interfaces*> away;
+  for (const auto& peer : all) {
+    if (std::strncmp(peer.host, mine.host, sizeof mine.host) != 0) away.push_back(&peer);
+  }
+  if (away.empty() || mine.count == 0) return htonl(INADDR_LOOPBACK);
+  int best = -1, best_count = 0;
+  for (uint32_t m = 0; m < mine.count; ++m) {
+    int count = 0;
+    for (const auto* peer : away) {
+      for (uint32_t p = 0; p < peer->count; ++p) {
+        if ((peer->addresses[p] & mine.masks[m]) == (mine.addresses[m] & mine.masks[m])) {
+          ++count;
+          break;
+        }
+      }
+    }
+    if (count > best_count) {
+      best = static_cast<int>(m);
+      best_count = count;
+    }
+  }
+  if (best >= 0) return mine.addresses[best];
+  for (const auto* peer : away) {
+    if (peer->count == 0) continue;
+    const uint32_t source = source_address_towards(peer->addresses[0]);
+    if (source != 0) return source;
+  }
+  return mine.addresses[0];
+}
+
+Status UdpDoorbell::make_secret(Secret* out) {
+  size_t got = 0;
+  while (got < out->size()) {
+    const ssize_t n = ::getrandom(out->data() + got, out->size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Internal(std::string("doorbell secret (getrandom): ") + std::strerror(errno));
+    got += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+Status UdpDoorbell::open(uint32_t address, const Secret& secret, std::unique_ptr<UdpDoorbell>* out) {
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Internal(std::string("doorbell socket: ") + std::strerror(errno));
-  std::unique_ptr<UdpDoorbell> bell(new UdpDoorbell(fd));
-  sockaddr_in any = nowhere();
-  any.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t length = sizeof any;
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&any), sizeof any) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&any), &length) != 0) {
-    return Status::Internal(std::string("doorbell socket's port: ") + std::strerror(errno));
+  std::unique_ptr<UdpDoorbell> bell(new UdpDoorbell(fd, secret));
+  sockaddr_in at = nowhere();
+  at.sin_addr.s_addr = address;
+  socklen_t length = sizeof at;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &length) != 0) {
+    char text[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &address, text, sizeof text);
+    return Status::Internal(std::string("doorbell socket on ") + text + ": " + std::strerror(errno));
   }
-  bell->address_.port = ntohs(any.sin_port);
-  ::gethostname(bell->address_.host, sizeof bell->address_.host - 1);
-  add_interfaces(&bell->address_);
+  bell->address_.address = address;
+  bell->address_.port = ntohs(at.sin_port);
   *out = std::move(bell);
   return Status::OK();
 }
@@ -74,12 +152,9 @@ void UdpDoorbell::set_peers(const std::vector<Address>& peers, int rank) {
   asleep_.assign(peers.size(), 0);
   routes_.assign(peers.size(), nowhere());
   for (size_t r = 0; r < peers.size(); ++r) {
-    const Address& p = peers[r];
-    const bool here = std::strncmp(p.host, address_.host, sizeof p.host) == 0;
-    const int i = here ? -1 : reachable_address(address_, p);
-    if (p.port == 0 || (!here && i < 0)) continue;
-    routes_[r].sin_addr.s_addr = here ? htonl(INADDR_LOOPBACK) : p.addresses[i];
-    routes_[r].sin_port = htons(static_cast<uint16_t>(p.port));
+    if (peers[r].port == 0) continue;
+    routes_[r].sin_addr.s_addr = peers[r].address;
+    routes_[r].sin_port = htons(static_cast<uint16_t>(peers[r].port));
   }
 }
 
@@ -114,11 +189,16 @@ bool UdpDoorbell::take() {
   Datagram d;
   ssize_t n;
   while ((n = ::recv(fd_, &d, sizeof d, MSG_DONTWAIT)) >= 0) {
-    if (n != static_cast<ssize_t>(sizeof d)) continue;
-    if (d.kind == kRing) rung = true;
-    if (d.kind == kAsleep && d.rank >= 0 && static_cast<size_t>(d.rank) < asleep_.size()) {
-      asleep_[static_cast<size_t>(d.rank)] = 1;
+    // Compared in full, not up to the first difference: how long a check takes says nothing of the secret.
+    uint8_t differs = 0;
+    for (size_t i = 0; i < sizeof d.secret; ++i) differs |= static_cast<uint8_t>(d.secret[i] ^ secret_[i]);
+    if (n != static_cast<ssize_t>(sizeof d) || d.magic != kMagic || differs != 0 || d.rank < 0 ||
+        static_cast<size_t>(d.rank) >= asleep_.size()) {
+      ++dropped_;
+      continue;
     }
+    if (d.kind == kRing) rung = true;
+    if (d.kind == kAsleep) asleep_[static_cast<size_t>(d.rank)] = 1;
   }
   return rung;
 }
@@ -126,7 +206,8 @@ bool UdpDoorbell::take() {
 void UdpDoorbell::send(int peer, Kind kind) {
   const sockaddr_in to = route(peer);
   if (to.sin_port == 0) return;
-  const Datagram d{kind, rank_};
+  Datagram d{kMagic, kind, rank_, {}};
+  std::memcpy(d.secret, secret_.data(), sizeof d.secret);
   // Dropped where it cannot go at once (a full buffer, no route): the sleeper's nap ends anyway.
   (void)::sendto(fd_, &d, sizeof d, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&to), sizeof to);
 }

@@ -104,6 +104,26 @@ def test_process_sets_across_hosts_hierarchical_inside_a_set():
 
 
 @pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
+def test_kolo_opens_only_the_doorbell_bound_to_the_jobs_subnet():
+    # Every IP socket each rank holds (tests/system/cluster/own_sockets.py reads them from /proc): Open MPI's
+    # own are TCP; kolo's one is the doorbell (docs/faults-and-security.md), a UDP socket on the rank's address
+    # in the subnet MPI's traffic is pinned to, never on every interface (0.0.0.0) as before issue 55.
+    command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET %s %s"
+               % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, HERE / "own_sockets.py"))
+    job = on_cluster(command + '; echo "subnet $CLUSTER_SUBNET"', env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    prefix = re.search(r"^subnet (\d+\.\d+\.\d+)\.0/24$", job.stdout, re.M).group(1) + "."
+    udp = {}
+    for rank, address in re.findall(r"rank (\d) socket udp6? (\S+) ", job.stdout):
+        udp.setdefault(int(rank), []).append(address)
+    assert sorted(udp) == [0, 1, 2, 3], job.stdout
+    for rank, addresses in udp.items():
+        assert len(addresses) == 1 and addresses[0].startswith(prefix), (rank, addresses, job.stdout)
+    # Both ranks of a host bind that host's address, each on a port of its own.
+    assert udp[0][0].split(":")[0] == udp[1][0].split(":")[0] != udp[2][0].split(":")[0] == udp[3][0].split(":")[0]
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "kolo").exists(), reason="kolo's Python package was not built")
 def test_the_pytorch_example_trains_across_hosts_with_kolorun():
     command = ("%s -np 4 -H %s --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET "
                "--hierarchical-allreduce %s %s"
