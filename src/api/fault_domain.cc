@@ -4,8 +4,8 @@
 #include <chrono>
 #include <thread>
 
-#include "comm/mpi/mpi_fault.h"
-#include "comm/mpi/mpi_status.h"
+#include "comm/give_up.h"
+#include "comm/peer_failure.h"
 #include "common/logging.h"
 
 namespace kolo {
@@ -50,28 +50,30 @@ void FaultDomain::keep(std::shared_ptr<void> thing) {
   kept_.push_back(std::move(thing));
 }
 
-Status FaultDomain::start_watch(MPI_Comm world, double timeout_seconds) {
-  std::unique_ptr<MpiPeerWatch> watch;
-  Status s = MpiPeerWatch::start(world, timeout_seconds, [this](const std::string& why) { peer_lost(why); }, &watch);
+Status FaultDomain::start_watch(World& world, double timeout_seconds) {
+  std::unique_ptr<PeerWatch> watch;
+  Status s = world.start_watch(timeout_seconds, [this](const std::string& why) { peer_lost(why); }, &watch);
   if (!s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   watch_ = std::move(watch);
+  world_ = &world;
   return Status::OK();
 }
 
 void FaultDomain::stop_watch() {
-  std::unique_ptr<MpiPeerWatch> watch;
+  std::unique_ptr<PeerWatch> watch;
   {
     std::lock_guard<std::mutex> lock(mu_);
     watch = std::move(watch_);
   }
   // Outside the lock: stopping waits for the watch's thread, which may be reporting a loss here.
-  if (watch && !watch->stop()) keep(std::shared_ptr<MpiPeerWatch>(watch.release()));
+  if (watch && !watch->stop()) keep(std::shared_ptr<PeerWatch>(watch.release()));
 }
 
 void FaultDomain::peer_lost(const std::string& why) {
   if (in_place()) {
-    // ULFM: revoke kolo's communicators (every survivor's calls return) and go on without the peer.
+    // In place: the world revokes kolo's communicators (every survivor's calls return) and goes on without
+    // the peer.
     report_peer_failure("the peer watch: " + why);
     return;
   }
@@ -83,7 +85,7 @@ void FaultDomain::peer_lost(const std::string& why) {
     return lost_;
   });
   KOLO_LOG(kError, lost.message() << "; " << failed << " op(s) in flight failed");
-  give_up_mpi_waits(lost.message());
+  give_up_waits(lost.message());
   end_if_a_caller_is_stuck(lost.message());
 }
 
@@ -91,12 +93,17 @@ void FaultDomain::end_if_a_caller_is_stuck(const std::string& why) {
   // A caller that drives a cycle (a blocking call, Engine::drive) waits only in calls that give up, and
   // has left its cycle by now. A last guard: one still inside a cycle (stuck where nothing reaches it)
   // would wait for ever, so the job ends, as it must.
-  std::thread([engines = engines(), why] {
+  World* world = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    world = world_;
+  }
+  std::thread([engines = engines(), why, world] {
     std::this_thread::sleep_for(std::chrono::seconds(2));
     for (const auto& e : engines) {
-      if (!e->driven()) continue;
-      KOLO_LOG(kError, why << "; a blocking call on this rank is still inside MPI with the lost peer: ending the job");
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      if (!e->driven() || world == nullptr) continue;
+      KOLO_LOG(kError, why << "; a blocking call on this rank is still waiting on the lost peer: ending the job");
+      world->abort_job();
     }
   }).detach();
 }

@@ -2,13 +2,12 @@
 // whether the job survives a loss in place (ULFM on), the failure every op then gets, the running
 // engines a loss abandons, the peer watch, and what must outlive a loss to the process's end.
 //
-// Process-wide state that stays outside it, and why: ULFM's registry of communicators and its failure
-// hook (comm/mpi/mpi_fault.h; an MPI error handler carries no user data, so the one that sees a failure
-// must find the registry without an object), and mpi_status.h's give-up flag (every MPI wait of every
-// collective polls it, and a loss must reach waits on threads that hold no reference to the runtime).
+// Process-wide state that stays outside it, and why: the failure hook and its registry (comm/peer_failure.h,
+// and ULFM's communicators, comm/mpi/mpi_fault.h: an MPI error handler carries no user data, so the one that
+// sees a failure must find the registry without an object), and the give-up flag (comm/give_up.h: every wait
+// of every collective polls it, and a loss must reach waits on threads that hold no reference to the
+// runtime).
 #pragma once
-
-#include <mpi.h>
 
 #include <atomic>
 #include <functional>
@@ -18,7 +17,8 @@
 #include <vector>
 
 #include "comm/device/device_context.h"
-#include "comm/mpi/mpi_peer_watch.h"
+#include "comm/peer_watch.h"
+#include "comm/world.h"
 #include "engine/engine.h"
 #include "engine/handle_table.h"
 
@@ -36,15 +36,16 @@ class FaultDomain {
   // This rank in the job, for the messages (changes with a recovery in place).
   void set_rank(int job_rank);
 
-  // The running engines: a loss abandons each (its thread may be stuck in MPI for good).
+  // The running engines: a loss abandons each (its thread may be stuck in a transport for good).
   void add_engine(std::shared_ptr<Engine> engine);
   void forget_engine(const std::shared_ptr<Engine>& engine);
   std::vector<std::shared_ptr<Engine>> engines() const;
   // Keeps what a stuck engine thread may still use until the process ends.
   void keep(std::shared_ptr<void> thing);
 
-  // The peer watch over the job's communicator: reports a silent peer to peer_lost.
-  Status start_watch(MPI_Comm world, double timeout_seconds);
+  // The peer watch over the job (the world's): reports a silent peer to peer_lost. The world is also what
+  // ends the job when a caller stays stuck after a loss.
+  Status start_watch(World& world, double timeout_seconds);
   // Stops it, saying goodbye; kept to the process's end when it cannot stop.
   void stop_watch();
 
@@ -80,7 +81,8 @@ class FaultDomain {
   int rank_ = -1;
   std::vector<std::shared_ptr<Engine>> engines_;  // every running engine: the job's and each set's
   std::vector<std::shared_ptr<void>> kept_;       // after a loss, to the process's end
-  std::unique_ptr<MpiPeerWatch> watch_;
+  std::unique_ptr<PeerWatch> watch_;
+  World* world_ = nullptr;
   Status lost_;            // not OK once a peer is lost (no ULFM)
   std::atomic<bool> is_lost_{false};
   Status peers_failed_;    // in place: not OK from a peer's failure until recovery

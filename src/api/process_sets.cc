@@ -4,17 +4,15 @@
 // another. Horovod's model: registering and removing are collective over the whole job, every rank
 // passing the same arguments; ids count up from 1 in registration order, the same on every rank.
 //
-// Registration travels on a communicator of its own (sets_comm_), on the caller's thread while the
-// engines run on theirs, hence MPI_THREAD_MULTIPLE. Each step that can fail on some ranks only is
-// followed by an agreement, so a failure is every rank's, with the same message.
-#include <mpi.h>
-
+// Registration travels on the world's group for it (World::sets), on the caller's thread while the engines
+// run on theirs, hence a world that allows that (MPI: MPI_THREAD_MULTIPLE). Each step that can fail on
+// some ranks only is followed by an agreement, so a failure is every rank's, with the same message.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
 #include "api/runtime.h"
-#include "comm/mpi/mpi_control_channel.h"
 #include "common/logging.h"
 #include "common/ranks.h"
 
@@ -29,27 +27,18 @@ std::string list(const std::vector<int>& ranks) {
   return s.str();
 }
 
-// Every rank's vector of ints, over `comm`.
-Status gather_all(MPI_Comm comm, const std::vector<int>& mine, std::vector<std::vector<int>>* all) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-  if (MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
-    return Status::Internal("MPI_Allgather failed while agreeing on process sets");
+// Every rank's vector of ints, over `group`.
+Status gather_all(Group& group, const std::vector<int>& mine, std::vector<std::vector<int>>* all) {
+  std::string bytes(mine.size() * sizeof(int), '\0');
+  if (!mine.empty()) std::memcpy(&bytes[0], mine.data(), bytes.size());
+  std::vector<std::string> each;
+  Status s = group.allgather(bytes, &each, "agreeing on process sets");
+  if (!s.ok()) return s;
+  all->assign(each.size(), {});
+  for (size_t r = 0; r < each.size(); ++r) {
+    (*all)[r].resize(each[r].size() / sizeof(int));
+    if (!each[r].empty()) std::memcpy((*all)[r].data(), each[r].data(), each[r].size());
   }
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[r] = total;
-    total += counts[r];
-  }
-  std::vector<int> flat(static_cast<size_t>(total) + 1);
-  if (MPI_Allgatherv(mine.data(), n, MPI_INT, flat.data(), counts.data(), displs.data(), MPI_INT, comm) !=
-      MPI_SUCCESS) {
-    return Status::Internal("MPI_Allgatherv failed while agreeing on process sets");
-  }
-  all->assign(static_cast<size_t>(size), {});
-  for (int r = 0; r < size; ++r) (*all)[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
   return Status::OK();
 }
 
@@ -69,10 +58,9 @@ std::string disagreement(const std::vector<std::vector<int>>& all, const char* w
 }
 
 // True on every rank when `ok` is true on every rank.
-bool all_ok(MPI_Comm comm, bool ok) {
-  int v = ok ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm);
-  return v == 1;
+bool all_ok(Group& group, bool ok) {
+  bool all = false;
+  return group.all_true(ok, &all, "agreeing on a process set").ok() && all;
 }
 
 }  // namespace
@@ -128,14 +116,14 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
     rank = job_rank_;
   }
   const std::string where = "add_process_set on rank " + std::to_string(rank) + ": ";
-  if (mpi_.thread_level != MPI_THREAD_MULTIPLE) {
+  if (!world_->threads_multiple(nullptr)) {
     // The same on every rank: they share one MPI library and one request.
     return Status::Unsupported(where + "process sets need MPI_THREAD_MULTIPLE (each set's engine runs MPI on a "
                                        "thread of its own); initialize MPI with it, or let kolo do so");
   }
   std::sort(ranks.begin(), ranks.end());
   std::vector<std::vector<int>> all;
-  Status s = gather_all(sets_comm_, ranks, &all);
+  Status s = gather_all(world_->sets(), ranks, &all);
   if (!s.ok()) return Status(s.code(), where + s.message());
   std::string why = disagreement(all, "ranks");
   if (why.empty() && ranks.empty()) why = "a process set needs at least one rank";
@@ -159,17 +147,13 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
   if (!why.empty()) return Status::InvalidArgument(where + why);
 
   const bool member = std::binary_search(ranks.begin(), ranks.end(), rank);
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (MPI_Comm_split(sets_comm_, member ? 0 : MPI_UNDEFINED, rank, &comm) != MPI_SUCCESS) {
-    return Status::Internal(where + "MPI_Comm_split failed");
-  }
   const int new_id = next_set_id_;
   std::shared_ptr<Instance> instance;
-  if (member) {
-    InstanceStart start;
+  InstanceStart start;
+  s = world_->open_set_context(ranks, context_options(base_config_), &start.context);
+  if (s.ok() && member) {
     start.id = new_id;
     start.ranks = ranks;
-    start.comm = comm;
     start.config = base_config_;
     // KOLO_AUTOTUNE tunes the job's engine; a set's engine keeps the settings it starts with.
     start.config.autotune.enabled = false;
@@ -179,14 +163,13 @@ Status Runtime::add_process_set(std::vector<int> ranks, int* id) {
       start.timeline_cycles = timeline_cycles_;
     }
     s = start_instance(std::move(start), &instance);
-    MPI_Comm_free(&comm);  // the instance's context made its own from it
     if (s.ok()) {
       faults_.add_engine(instance->engine);
-      const Topology& topo = instance->mpi->topology();
+      const Topology& topo = instance->context->topology();
       KOLO_LOG(kInfo, "process set " << new_id << " " << list(ranks) << ": rank " << topo.rank << " of " << topo.size);
     }
   }
-  if (!all_ok(sets_comm_, s.ok())) {
+  if (!all_ok(world_->sets(), s.ok())) {
     stop_instance(instance);
     return Status::Internal(where + "process set " + list(ranks) + " could not start on every member" +
                             (s.ok() ? std::string() : ": " + s.message()));
@@ -223,7 +206,7 @@ Status Runtime::remove_process_set(int id) {
   }
   const std::string where = "remove_process_set on rank " + std::to_string(rank) + ": ";
   std::vector<std::vector<int>> all;
-  Status s = gather_all(sets_comm_, {id}, &all);
+  Status s = gather_all(world_->sets(), {id}, &all);
   if (!s.ok()) return Status(s.code(), where + s.message());
   std::string why = disagreement(all, "process set ids");
   if (why.empty() && id == 0) why = "the global process set (0) cannot be removed";
@@ -233,7 +216,7 @@ Status Runtime::remove_process_set(int id) {
   // Refused on every rank while a member still has ops of the set in flight (they would be lost).
   const int busy = set.instance && set.instance->engine->in_flight() > 0 ? 1 : 0;
   std::vector<std::vector<int>> flags;
-  s = gather_all(sets_comm_, {busy}, &flags);
+  s = gather_all(world_->sets(), {busy}, &flags);
   if (!s.ok()) return Status(s.code(), where + s.message());
   std::vector<int> busy_ranks;
   for (size_t r = 0; r < flags.size(); ++r) {

@@ -7,8 +7,6 @@
 #include <utility>
 
 #include "comm/device/surviving_comms.h"
-#include "comm/mpi/mpi_fault.h"
-#include "comm/mpi/mpi_status.h"
 #include "common/deadline.h"
 #include "common/logging.h"
 
@@ -26,7 +24,7 @@ void Runtime::at_exit() {
   std::lock_guard<std::mutex> lock(r.mu_);
   // After a lost peer MPI_Finalize would wait for it forever: the process ends without it, and
   // mpirun ends the job (the lost process included).
-  if (r.faults_.lost().ok()) mpi_finalize_if_owned(r.mpi_);
+  if (r.world_) r.world_->finish(!r.faults_.lost().ok());
 }
 
 namespace {
@@ -63,51 +61,37 @@ Status Runtime::init(const Settings& overrides) {
                                     << " s for the other ranks: all must call it, and one that has not (stuck before "
                                        "it, or on another code path) holds the others here");
   });
-  s = mpi_ensure_initialized(&mpi_);
-  if (!s.ok()) return s;
   if (!exit_hook_) {
-    // Stop the engine and finalize MPI (if kolo initialized it) when the program ends without
-    // calling shutdown().
+    // Stop the engine and release the world (MPI_Finalize where kolo initialized MPI) when the program ends
+    // without calling shutdown().
     std::atexit(&Runtime::at_exit);
     exit_hook_ = true;
   }
-  s = open_world();
+  s = open_world(config);
   if (!s.ok()) return s;
   overrides_ = overrides;
-  int rank = 0, size = 0;
-  MPI_Comm_rank(world_, &rank);
-  MPI_Comm_size(world_, &size);
+  const int rank = world_->rank(), size = world_->size();
   world_size_ = size;
   job_rank_ = rank;
-  // The job's communicator's first allreduce on this thread, before any of kolo's threads run MPI (see
-  // MpiContext::init: Open MPI's coll/han makes communicators of its own at a communicator's first allreduce).
-  int one = 1;
-  if (const int rc = MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MIN, world_); rc != MPI_SUCCESS) {
-    return mpi_status(rc, "MPI_Allreduce (the job's communicator)");
-  }
   set_log_rank(rank);
   faults_.set_rank(rank);
   if (rank == 0) {
     for (const std::string& w : warnings) KOLO_LOG(kWarning, w);
   }
-  // Cycles on callers' threads (Engine::drive) call MPI beside kolo's own threads.
-  if (mpi_.thread_level != MPI_THREAD_MULTIPLE) config.caller_drives = false;
+  std::string no_threads;
+  const bool threads = world_->threads_multiple(&no_threads);
+  // Cycles on callers' threads (Engine::drive) run collectives beside kolo's own threads.
+  if (!threads) config.caller_drives = false;
   base_config_ = config;
   timeline_path_ = config.timeline_path;
   timeline_cycles_ = config.timeline_mark_cycles;
-  // A peer lost meanwhile (a second failure during a recovery) comes back as such: the recovery starts again.
-  if (const int rc = MPI_Comm_dup(world_, &sets_comm_); rc != MPI_SUCCESS) {
-    sets_comm_ = MPI_COMM_NULL;
-    return mpi_status(rc, "MPI_Comm_dup (process sets)");
-  }
-  MPI_Comm_set_errhandler(sets_comm_, MPI_ERRORS_RETURN);
-  track_comm(sets_comm_);
+  s = world_->open_sets();
+  if (!s.ok()) return s;
 
   std::vector<int> job_ranks(static_cast<size_t>(size));
   std::iota(job_ranks.begin(), job_ranks.end(), 0);
   InstanceStart start;
   start.ranks = job_ranks;
-  start.comm = world_;
   start.config = config;
   start.timeline_path = timeline_path_;
   start.carried = &carried_;  // after a recovery in place: the communicators shrunk from the last
@@ -115,14 +99,18 @@ Status Runtime::init(const Settings& overrides) {
   // held every rank for up to 4 s on a loaded machine, heartbeats of ULFM's detector (4 s in place) went
   // unsent, and it took a live rank for a failed one.
   if (config.peer_timeout_seconds > 0 && size > 1) {
-    if (mpi_.thread_level == MPI_THREAD_MULTIPLE) {
-      s = faults_.start_watch(world_, config.peer_timeout_seconds);
+    if (threads) {
+      s = faults_.start_watch(*world_, config.peer_timeout_seconds);
       if (!s.ok()) return s;
     } else if (rank == 0) {
-      KOLO_LOG(kWarning, "no peer watch (KOLO_PEER_TIMEOUT_SECONDS): it needs MPI_THREAD_MULTIPLE, and MPI provides "
-                             << mpi_thread_level_name(mpi_.thread_level)
-                             << "; a frozen or unreachable process may leave the others waiting");
+      KOLO_LOG(kWarning, "no peer watch (KOLO_PEER_TIMEOUT_SECONDS): it needs MPI_THREAD_MULTIPLE, and "
+                             << no_threads << "; a frozen or unreachable process may leave the others waiting");
     }
+  }
+  s = world_->open_job_context(context_options(config), &start.context);
+  if (!s.ok()) {
+    faults_.stop_watch();
+    return s;
   }
   std::shared_ptr<Instance> instance;
   s = start_instance(std::move(start), &instance);
@@ -130,7 +118,7 @@ Status Runtime::init(const Settings& overrides) {
     faults_.stop_watch();
     return s;
   }
-  const Topology& topo = instance->mpi->topology();
+  const Topology& topo = instance->context->topology();
   faults_.add_engine(instance->engine);
   ProcessSet job_set;
   job_set.ranks = std::move(job_ranks);
@@ -181,27 +169,22 @@ Status Runtime::shutdown() {
   faults_.stop_watch();
   if (!faults_.lost().ok() || faults_.failed_in_place()) {
     // Stuck (or, after a revocation, exiting) engine threads may still use their engine (kept when
-    // abandoned), its GPU context and MPI's: all stay.
+    // abandoned), its GPU context and the world's transport: all stay.
     faults_.keep(job);
     if (job->device && faults_.failed_in_place()) faults_.add_failed_device(job->device);
-    // Like the context, left to MPI (revoked after a failure in place, or shared with a lost peer): not freed.
     std::lock_guard<std::mutex> lock(mu_);
-    untrack_comm(sets_comm_);
-    sets_comm_ = MPI_COMM_NULL;
+    world_->close_sets(true);
     return Status::OK();
   }
   faults_.forget_engine(job->engine);
   // Callers that copied the engine keep the object alive but find it stopped. In this order: the
-  // collectives refer to the MPI context, and the device's communicators and stream go before MPI's
-  // context (their ids travelled over it).
+  // collectives refer to the context, and the device's communicators and stream go before the context
+  // (their ids travelled over it).
   job->engine.reset();
   job->device.reset();
   std::lock_guard<std::mutex> lock(mu_);
-  job->mpi.reset();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) release_comm(&sets_comm_);
-  sets_comm_ = MPI_COMM_NULL;
+  job->context.reset();
+  world_->close_sets(false);
   return Status::OK();
 }
 
@@ -243,7 +226,7 @@ std::string Runtime::not_running_reason() {
 
 bool Runtime::mpi_threads_supported() {
   std::lock_guard<std::mutex> lock(mu_);
-  return job() != nullptr && mpi_.thread_level == MPI_THREAD_MULTIPLE;
+  return job() != nullptr && std::string(world_->name()) == "MPI" && world_->threads_multiple(nullptr);
 }
 
 }  // namespace kolo

@@ -1,6 +1,6 @@
-// The process's one kolo runtime: MPI's lifetime, a map of instances (the job is process set 0, each
-// added set one more, all started one way), the handle table, and the fault domain that a lost peer
-// goes through. Every piece of state kolo keeps for a process is here or in what it owns; the few
+// The process's one kolo runtime: the world the job runs over (comm/world.h: MPI or Gloo), a map of
+// instances (the job is process set 0, each added set one more, all started one way), the handle table,
+// and the fault domain that a lost peer goes through. Every piece of state kolo keeps for a process is here or in what it owns; the few
 // process-wide variables elsewhere are listed, with why each stays, in docs/architecture.md.
 #pragma once
 
@@ -14,20 +14,20 @@
 #include "api/fault_domain.h"
 #include "common/function_ref.h"
 #include "comm/device/device_context.h"
+#include "comm/context.h"
 #include "comm/device/surviving_comms.h"
-#include "comm/mpi/mpi_context.h"
-#include "comm/mpi/mpi_runtime.h"
+#include "comm/world.h"
 #include "device/device.h"
 #include "engine/engine.h"
 #include "engine/handle_table.h"
 
 namespace kolo {
 
-// One engine with what it runs on: its MPI communicators, its GPU context (where one is usable) and
-// the collectives over them. The job has one (process set 0); each process set has its own, over the
-// set's ranks. Started by Runtime::start_instance only.
+// One engine with what it runs on: its context (its groups of ranks, comm/context.h), its GPU context
+// (where one is usable) and the collectives over them. The job has one (process set 0); each process set
+// has its own, over the set's ranks. Started by Runtime::start_instance only.
 struct Instance {
-  std::unique_ptr<MpiContext> mpi;
+  std::unique_ptr<Context> context;
   std::shared_ptr<DeviceContext> device;
   std::shared_ptr<Engine> engine;
 };
@@ -53,9 +53,9 @@ class Runtime {
 
   Status init(const Settings& overrides);
   Status shutdown();
-  // After a peer failed in a job with ULFM on (kPeersFailed): stops kolo on this rank, shrinks the
-  // job's communicator to the survivors (agreed among them) and starts kolo again over it with the
-  // same settings. Collective over the survivors. rank() and size() then describe the new job.
+  // After a peer failed in a job that survives a loss in place (kPeersFailed): stops kolo on this rank,
+  // shrinks the world to the survivors (agreed among them) and starts kolo again over it with the same
+  // settings. Collective over the survivors. rank() and size() then describe the new job.
   Status recover_in_place();
   // Whether a lost peer is survived in place (ULFM on), as of init().
   bool in_place();
@@ -70,6 +70,7 @@ class Runtime {
   std::shared_ptr<DeviceBackend> device_backend();
   // Tests put the host double here before init(), in place of CUDA.
   void use_device_backend(std::shared_ptr<DeviceBackend> backend);
+  // Whether the job runs over MPI and MPI allows calls from several threads (MPI_THREAD_MULTIPLE).
   bool mpi_threads_supported();
 
   // Process sets (src/api/process_sets.cc). `target` for an op of process set `id` on this rank, or
@@ -94,19 +95,19 @@ class Runtime {
  private:
   Runtime() = default;
   static void at_exit();
-  // The collectives of an instance over `mpi`, and its GPU context where a GPU is usable (else the
+  // The collectives of an instance over `context`, and its GPU context where a GPU is usable (else the
   // registry says why not); resolves the config's layout defaults for the instance's topology.
-  std::unique_ptr<CollectiveRegistry> collectives_for(Config* config, const MpiContext& mpi,
+  std::unique_ptr<CollectiveRegistry> collectives_for(Config* config, const Context& context,
                                                       std::shared_ptr<DeviceContext>* device);
-  void add_device_collectives(const Config& config, bool hierarchical_allreduce, const MpiContext& mpi,
+  void add_device_collectives(const Config& config, bool hierarchical_allreduce, const Context& context,
                               CollectiveRegistry* registry, std::shared_ptr<DeviceContext>* device);
   // The one way to start an instance: process set `id` (0: the job) of `ranks` (job ranks; every rank
-  // for the job) over `comm`, from which its MPI context makes its own communicators; `carried`: GPU
-  // communicators shrunk by a recovery in place, for the job's. Takes no lock: the caller registers it.
+  // for the job) over `context`, which the world made for it; `carried`: GPU communicators shrunk by a
+  // recovery in place, for the job's. Takes no lock: the caller registers it.
   struct InstanceStart {
     int id = 0;
     std::vector<int> ranks;
-    MPI_Comm comm = MPI_COMM_NULL;
+    std::unique_ptr<Context> context;
     Config config;
     std::string timeline_path;  // the job's; a set's goes beside it
     bool timeline_cycles = false;
@@ -115,12 +116,15 @@ class Runtime {
   Status start_instance(InstanceStart start, std::shared_ptr<Instance>* out);
   void stop_instance(const std::shared_ptr<Instance>& instance);
 
-  Status open_world();
+  // Opens the world (once per process) and, where it survives a loss in place, hooks the fault domain
+  // to its failures. Called with mu_ held.
+  Status open_world(const Config& config);
+  ContextOptions context_options(const Config& config) const;
   // The job's instance (set 0), or null when not initialized. Called with mu_ held.
   Instance* job();
 
   std::mutex mu_;
-  MpiRuntime mpi_;
+  std::unique_ptr<World> world_;
   std::shared_ptr<DeviceBackend> backend_;
   bool backend_chosen_ = false;
   HandleTable handles_;
@@ -128,8 +132,7 @@ class Runtime {
   Config base_config_;  // as configured, before layout defaults (each set resolves its own)
   int world_size_ = 0;
   int job_rank_ = -1;
-  // Process sets: registration travels on a communicator of its own, one add or remove at a time.
-  MPI_Comm sets_comm_ = MPI_COMM_NULL;
+  // Process sets: registration travels on the world's group for it, one add or remove at a time.
   std::mutex sets_op_mu_;
   // The instances: the job is set 0, present while kolo is initialized; each set added after it.
   std::map<int, ProcessSet> sets_;
@@ -139,9 +142,6 @@ class Runtime {
   bool exit_hook_ = false;
   // Rank 0 of an elastic job (KOLO_ELASTIC, set by kolorun) has said every rank started: once per process.
   bool said_started_ = false;
-  // The job's communicator: MPI_COMM_WORLD, or with ULFM on a duplicate of it that recovery
-  // replaces with its survivors.
-  MPI_Comm world_ = MPI_COMM_NULL;
   Settings overrides_;   // init()'s, for recovery
   SurvivingComms carried_;  // shrunk by recover_in_place, for the job's next GPU context
   bool shut_down_ = false;  // after shutdown(), ops say so rather than "not initialized"

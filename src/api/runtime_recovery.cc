@@ -1,48 +1,36 @@
-// The runtime's side of a lost peer: whether the job's communicator survives one (ULFM on), and, in place,
-// recover_in_place(), which shrinks the job to its survivors and starts kolo again over them. What a loss
-// does meanwhile (every op failed, the engines abandoned) is the fault domain's (api/fault_domain.h).
-#include <mpi.h>
-
+// The runtime's side of a lost peer: opening the world, whether it survives a loss in place (ULFM on),
+// and, in place, recover_in_place(), which shrinks the job to its survivors and starts kolo again over
+// them. What a loss does meanwhile (every op failed, the engines abandoned) is the fault domain's
+// (api/fault_domain.h).
 #include "api/give_up_recovery.h"
 #include "api/runtime.h"
-#include "comm/mpi/mpi_fault.h"
-#include "comm/mpi/mpi_status.h"
+#include "comm/mpi/mpi_world.h"
+#include "comm/peer_failure.h"
 #include "common/clock.h"
 #include "common/deadline.h"
 #include "common/logging.h"
 
 namespace kolo {
 
-Status Runtime::open_world() {
-  // Called with mu_ held, MPI initialized.
-  if (world_ != MPI_COMM_NULL) return Status::OK();
-  std::string why_not;
-  const bool transports_survive = transports_survive_failures(&why_not);
-  std::string not_in_place;
-  if (!ulfm_built()) {
-    not_in_place = "this MPI has no ULFM (Open MPI 5 has it)";
-  } else if (!ulfm_enabled()) {
-    not_in_place = "this job runs without ULFM's fault tolerance (start it with mpirun --with-ft ulfm --mca btl "
-                   "tcp,self)";
-  } else if (!transports_survive) {
-    not_in_place = "ULFM is on, but " + why_not;
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    if (world_rank == 0) KOLO_LOG(kWarning, not_in_place << "; until then a lost peer ends the job");
+Status Runtime::open_world(const Config& config) {
+  // Called with mu_ held. The world lives as long as the process: MPI cannot start twice.
+  (void)config;
+  if (world_) return Status::OK();
+  std::unique_ptr<MpiWorld> world;
+  Status s = MpiWorld::open(&world);
+  if (!s.ok()) return s;
+  world_ = std::move(world);
+  faults_.set_not_in_place(world_->not_in_place());
+  if (world_->not_in_place().empty()) {
+    set_peer_failure_hook([this](const std::string& what) { faults_.peers_failed(what); });
   }
-  faults_.set_not_in_place(not_in_place);
-  if (!not_in_place.empty()) {
-    world_ = MPI_COMM_WORLD;
-    return Status::OK();
-  }
-  if (const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world_); rc != MPI_SUCCESS) {
-    world_ = MPI_COMM_NULL;
-    return mpi_status(rc, "MPI_Comm_dup (job)");
-  }
-  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
-  track_comm(world_);
-  set_peer_failure_hook([this](const std::string& what) { faults_.peers_failed(what); });
   return Status::OK();
+}
+
+ContextOptions Runtime::context_options(const Config& config) const {
+  ContextOptions o;
+  o.doorbell = config.doorbell;
+  return o;
 }
 
 bool Runtime::in_place() { return faults_.in_place(); }
@@ -87,18 +75,14 @@ Status Runtime::recover_in_place() {
     carried_ = SurvivingComms();
   }
   const double stopped = steady_seconds();
-  MPI_Comm survivors = MPI_COMM_NULL;
+  std::vector<int> survivors;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Status s = shrink_survivors(world_, &survivors);
+    Status s = world_->shrink_to_survivors(&survivors);
     if (!s.ok()) {
       if (device) device->abort_comms(why);
       return s;
     }
-    // The old communicator stays (exiting threads may still hold calls on it); its ranks are gone.
-    untrack_comm(world_);
-    world_ = survivors;
-    track_comm(world_);
     faults_.recovered();
     rearm_peer_failure();
   }
@@ -106,10 +90,13 @@ Status Runtime::recover_in_place() {
   // Its communicators, the lost peers in them, are shrunk to the survivors for the next GPU context
   // where they can be, and aborted now, not at the process's end (where destroying them would first
   // wait for the lost peers).
-  SurvivingComms carried = shrink_device_comms(device.get(), survivors, why);
+  World* world = world_.get();
+  const Survivors agreed{survivors, [world](int* bits) { return world->agree_and(bits); },
+                         [world] { world->progress(); }};
+  SurvivingComms carried = shrink_device_comms(device.get(), agreed, why);
   // The failed ops' GPU work, stopped by the shrink or the abort, may still run what followed it on
   // kolo's stream (an unpack into the callers' tensors): it ends before the callers restore their state.
-  if (device && !device->finish_work(kStreamEndSeconds, [survivors] { drive_mpi_progress(survivors); })) {
+  if (device && !device->finish_work(kStreamEndSeconds, [world] { world->progress(); })) {
     KOLO_LOG(kWarning, "recover_in_place: kolo's GPU stream did not end within " << kStreamEndSeconds
                                                                                   << " s of the shrink");
   }

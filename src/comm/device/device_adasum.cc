@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/device/device_collectives.h"
-#include "comm/mpi/mpi_collectives.h"
+#include "comm/host/host_collectives.h"
 #include "common/clock.h"
 
 namespace kolo {
@@ -17,7 +17,7 @@ namespace {
 class DeviceAdasum : public Collective {
  public:
   explicit DeviceAdasum(DeviceContext& context)
-      : context_(context), host_(make_mpi_adasum(context.mpi())), name_(context.library() + "_ADASUM_VIA_HOST") {}
+      : context_(context), host_(make_host_adasum(context.context())), name_(context.library() + "_ADASUM_VIA_HOST") {}
 
   const char* name() const override { return name_.c_str(); }
   bool accepts(OpKind kind, DeviceType device) const override {

@@ -28,7 +28,7 @@ class DeviceAllreduce : public DeviceCollective {
  protected:
   std::vector<DeviceContext::Group> groups() const override {
     if (!hierarchical_) return {DeviceContext::Group::kWorld};
-    const Topology& t = context_.mpi().topology();
+    const Topology& t = context_.context().topology();
     std::vector<DeviceContext::Group> g;
     if (t.local_size > 1) g.push_back(DeviceContext::Group::kLocal);
     if (t.cross_size > 1) g.push_back(DeviceContext::Group::kCross);
@@ -48,7 +48,7 @@ class DeviceAllreduce : public DeviceCollective {
 
   Scalings scalings_of(const CollectiveCall& call) const {
     const DataType d = call.dtype;
-    const int contributors = call.contributors > 0 ? call.contributors : context_.mpi().topology().size;
+    const int contributors = call.contributors > 0 ? call.contributors : context_.context().topology().size;
     const Scaling post = post_scaling(d, call.reduce_op, call.postscale, contributors);
     Scalings s;
     const DataType w = reduced_as(call);
@@ -98,7 +98,7 @@ class DeviceAllreduce : public DeviceCollective {
       offsets.push_back(at);
       at = align_up(at + p.bytes / in_elem, std::max<int64_t>(1, kAlign / elem));
     }
-    const int local = hierarchical_ ? context_.mpi().topology().local_size : 1;
+    const int local = hierarchical_ ? context_.context().topology().local_size : 1;
     const int64_t total = align_up(at, local);
     std::shared_ptr<void> buffer;
     Status s = context_.fusion_buffer(total * elem, &buffer);
@@ -132,7 +132,7 @@ class DeviceAllreduce : public DeviceCollective {
   // `count` divides by the local size. Each byte crosses between hosts once per host.
   Status reduce_hierarchically(char* buffer, int64_t count, DataType dtype, ReduceOp op, DeviceWork& work) {
     if (count == 0) return Status::OK();
-    const Topology& t = context_.mpi().topology();
+    const Topology& t = context_.context().topology();
     const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
     const int64_t block = count / t.local_size;
     char* mine = buffer + t.local_rank * block * elem;

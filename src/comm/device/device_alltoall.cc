@@ -1,9 +1,8 @@
 // Alltoall of GPU tensors with per-rank split sizes: the split sizes are exchanged on the host over
-// MPI (the output's shape depends on them), then the rows move as point-to-point sends and
-// receives, launched together.
+// the instance's data group (the output's shape depends on them), then the rows move as point-to-point
+// sends and receives, launched together.
 #include "comm/device/device_collective.h"
 #include "comm/device/device_collectives.h"
-#include "comm/mpi/mpi_status.h"
 
 namespace kolo {
 namespace {
@@ -11,17 +10,18 @@ namespace {
 class DeviceAlltoall : public DeviceCollective {
  public:
   explicit DeviceAlltoall(DeviceContext& context) : DeviceCollective(context, OpKind::kAlltoall, "ALLTOALL") {}
-  // Its split sizes go through a blocking MPI call: kolo's thread only.
+  // Its split sizes go through a collective of the data group that may block (MPI's): kolo's thread only.
   bool gives_up_on_lost_peer(int64_t) const override { return false; }
 
  protected:
   Status enqueue(CollectiveCall& call, DeviceWork& work) override {
     Piece& p = call.pieces[0];
-    const int size = context_.mpi().topology().size;
+    const int size = context_.context().topology().size;
     std::vector<int64_t> received(static_cast<size_t>(size));
-    KOLO_MPI_RETURN_IF_ERROR(MPI_Alltoall(p.splits.data(), 1, MPI_INT64_T, received.data(), 1, MPI_INT64_T,
-                                          context_.mpi().data()),
-                             "MPI_Alltoall (split sizes)");
+    const std::vector<int64_t> ones(static_cast<size_t>(size), 1);
+    Status sizes = context_.context().data().alltoallv(p.splits.data(), ones, received.data(), ones, sizeof(int64_t),
+                                                       "alltoall's split sizes");
+    if (!sizes.ok()) return sizes;
     std::vector<int64_t> shape = p.shape;
     shape[0] = 0;
     for (int64_t n : received) shape[0] += n;

@@ -1,12 +1,9 @@
 #include "comm/device/device_context.h"
 
-#include <mpi.h>
-
 #include <chrono>
 #include <thread>
 
 #include "common/logging.h"
-#include "comm/mpi/mpi_status.h"
 
 namespace kolo {
 
@@ -47,8 +44,8 @@ struct DeviceContext::EventPool {
   std::map<std::pair<int, bool>, std::vector<DeviceEvent>> idle;
 };
 
-DeviceContext::DeviceContext(std::shared_ptr<DeviceBackend> backend, const MpiContext& mpi)
-    : backend_(std::move(backend)), mpi_(mpi), events_(std::make_shared<EventPool>(backend_)) {
+DeviceContext::DeviceContext(std::shared_ptr<DeviceBackend> backend, const Context& context)
+    : backend_(std::move(backend)), context_(context), events_(std::make_shared<EventPool>(backend_)) {
   const std::string d = backend_->description();
   library_ = d.find("NCCL") != std::string::npos ? "NCCL" : "DEVICE";
 }
@@ -118,7 +115,7 @@ DeviceContext::OnBoundDevice::~OnBoundDevice() {
 bool DeviceContext::launches_without_peers(const std::vector<Group>& groups) const {
   if (ordinal_ < 0 || !poisoned_.ok()) return false;
   for (Group g : groups) {
-    if (!comms_[static_cast<int>(g)]) return false;  // made with MPI calls that wait on every member
+    if (!comms_[static_cast<int>(g)]) return false;  // made with collectives that wait on every member
   }
   return true;
 }
@@ -192,18 +189,33 @@ const char* DeviceContext::describe(Group group) {
   return group == Group::kWorld ? "the job" : group == Group::kLocal ? "this host" : "across hosts";
 }
 
-MPI_Comm DeviceContext::mpi_comm(Group group) const {
-  return group == Group::kWorld ? mpi_.data() : group == Group::kLocal ? mpi_.local() : mpi_.cross();
+kolo::Group& DeviceContext::group(Group group) const {
+  return group == Group::kWorld ? context_.data() : group == Group::kLocal ? context_.local() : context_.cross();
+}
+
+std::vector<int> DeviceContext::members(Group group) const {
+  const Topology& t = context_.topology();
+  const auto& hosts = context_.host_members();
+  std::vector<int> ranks;
+  if (group == Group::kWorld) {
+    for (int r = 0; r < t.size; ++r) ranks.push_back(r);
+  } else if (group == Group::kLocal) {
+    ranks = hosts[static_cast<size_t>(t.cross_rank)];
+  } else {
+    for (const auto& host : hosts) {
+      if (static_cast<int>(host.size()) > t.local_rank) ranks.push_back(host[static_cast<size_t>(t.local_rank)]);
+    }
+  }
+  for (int& r : ranks) r = context_.job_rank(r);
+  return ranks;
 }
 
 Status DeviceContext::adopt(Group group, std::unique_ptr<DeviceComm> comm) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(mpi_comm(group), &rank);
-  MPI_Comm_size(mpi_comm(group), &size);
+  const int rank = this->group(group).rank(), size = this->group(group).size();
   if (comm->size() != size || comm->rank() != rank) {
     comm->abort();
     return Status::Internal("a shrunk " + library_ + " communicator is rank " + std::to_string(comm->rank()) + " of " +
-                            std::to_string(comm->size()) + ", its group's MPI communicator rank " +
+                            std::to_string(comm->size()) + ", its group of ranks rank " +
                             std::to_string(rank) + " of " + std::to_string(size));
   }
   comms_[static_cast<int>(group)] = std::move(comm);
@@ -217,21 +229,23 @@ Status DeviceContext::comm(Group group, DeviceComm** out) {
     *out = slot.get();
     return Status::OK();
   }
-  const MPI_Comm mc = mpi_comm(group);
+  kolo::Group& ranks = this->group(group);
   CommMembers members;
-  MPI_Comm_rank(mc, &members.rank);
-  MPI_Comm_size(mc, &members.size);
-  members.mpi_comm = &mc;
-  // The group's first member makes the id; the others get it over MPI.
+  members.rank = ranks.rank();
+  members.size = ranks.size();
+  members.mpi_comm = ranks.native_handle();
+  // The group's first member makes the id; the others get it over the group.
   Status made = Status::OK();
   if (members.rank == 0) made = backend_->unique_id(&members.id);
-  int length = made.ok() ? static_cast<int>(members.id.size()) : -1;
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Bcast(&length, 1, MPI_INT, 0, mc), "MPI_Bcast (a GPU communicator's id)");
+  int32_t length = made.ok() ? static_cast<int32_t>(members.id.size()) : -1;
+  Status sent = ranks.broadcast(&length, sizeof length, 0, "a GPU communicator's id");
+  if (!sent.ok()) return sent;
   if (length < 0) {
     return made.ok() ? Status::Internal("the first rank of a GPU communicator could not make its id") : made;
   }
   members.id.resize(static_cast<size_t>(length));
-  KOLO_MPI_RETURN_IF_ERROR(MPI_Bcast(&members.id[0], length, MPI_BYTE, 0, mc), "MPI_Bcast (a GPU communicator's id)");
+  sent = ranks.broadcast(&members.id[0], length, 0, "a GPU communicator's id");
+  if (!sent.ok()) return sent;
   std::unique_ptr<DeviceComm> c;
   Status s = backend_->create_comm(ordinal_, members, &c);
   if (!s.ok()) return s;

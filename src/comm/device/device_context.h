@@ -1,7 +1,7 @@
 // One process's GPU as kolo's device collectives use it: the backend (CUDA + NCCL, or the tests'
 // host double), the GPU kolo's ops run on, its communication stream, pooled events, the fusion
 // buffer, and the communicators (the job's, this host's, and across hosts), each made the first
-// time an op needs it, with its id sent over kolo's MPI communicators.
+// time an op needs it, with its id sent over the instance's groups (comm/context.h).
 #pragma once
 
 #include <atomic>
@@ -14,7 +14,7 @@
 
 #include "comm/collective.h"
 #include "comm/joined.h"
-#include "comm/mpi/mpi_context.h"
+#include "comm/context.h"
 #include "device/device.h"
 
 namespace kolo {
@@ -24,14 +24,14 @@ using PooledEvent = std::shared_ptr<void>;
 
 class DeviceContext {
  public:
-  DeviceContext(std::shared_ptr<DeviceBackend> backend, const MpiContext& mpi);
+  DeviceContext(std::shared_ptr<DeviceBackend> backend, const Context& context);
   ~DeviceContext();
   DeviceContext(const DeviceContext&) = delete;
   DeviceContext& operator=(const DeviceContext&) = delete;
 
   DeviceBackend& backend() { return *backend_; }
   const std::shared_ptr<DeviceBackend>& shared_backend() const { return backend_; }
-  const MpiContext& mpi() const { return mpi_; }
+  const Context& context() const { return context_; }
   // "NCCL", or what the backend is, for collective names in the timeline.
   const std::string& library() const { return library_; }
 
@@ -84,9 +84,10 @@ class DeviceContext {
   // Whether work on `groups`' communicators can be launched without waiting on any peer (so from a
   // caller's thread): a GPU is bound and every one of those communicators is made and unbroken.
   bool launches_without_peers(const std::vector<Group>& groups) const;
-  // The group's MPI communicator (its members, in their order); the communicator made for it so far, or
-  // null.
-  MPI_Comm mpi_comm(Group group) const;
+  // The group's ranks as the instance's context has them (its members, in their order), and their job
+  // ranks; the communicator made for it so far, or null.
+  kolo::Group& group(Group group) const;
+  std::vector<int> members(Group group) const;
   // Who is in the group, in words: "the job", "this host", "across hosts".
   static const char* describe(Group group);
   DeviceComm* made(Group group) const { return comms_[static_cast<int>(group)].get(); }
@@ -107,7 +108,7 @@ class DeviceContext {
   struct EventPool;
 
   std::shared_ptr<DeviceBackend> backend_;
-  const MpiContext& mpi_;
+  const Context& context_;
   std::string library_;
   std::atomic<int> ordinal_{-1};
   DeviceStream stream_ = nullptr;

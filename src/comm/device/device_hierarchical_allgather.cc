@@ -1,6 +1,6 @@
 // Allgather of GPU tensors in three steps, so that each host's rows cross between hosts once:
 // gather inside the host, exchange host blocks among each host's first rank, broadcast inside the
-// host (the CPU path's algorithm, comm/mpi/mpi_hierarchical_allgather.cc, on the device).
+// host (the CPU path's algorithm, comm/host/hierarchical_allgather.cc, on the device).
 #include "comm/device/device_collective.h"
 #include "comm/device/device_collectives.h"
 #include "comm/device/gather_rows.h"
@@ -14,7 +14,7 @@ class DeviceHierarchicalAllgather : public DeviceCollective {
   explicit DeviceHierarchicalAllgather(DeviceContext& context)
       : DeviceCollective(context, OpKind::kAllgather, "HIERARCHICAL_ALLGATHER") {
     int next = 0;
-    for (const auto& members : context.mpi().host_members()) {
+    for (const auto& members : context.context().host_members()) {
       for (int r : members) in_world_order_ = in_world_order_ && r == next++;
     }
   }
@@ -22,7 +22,7 @@ class DeviceHierarchicalAllgather : public DeviceCollective {
  protected:
   Status enqueue(CollectiveCall& call, DeviceWork& work) override { return gather(call, work); }
   std::vector<DeviceContext::Group> groups() const override {
-    const Topology& t = context_.mpi().topology();
+    const Topology& t = context_.context().topology();
     if (t.local_rank == 0 && t.cross_size > 1) return {DeviceContext::Group::kLocal, DeviceContext::Group::kCross};
     return {DeviceContext::Group::kLocal};
   }
@@ -33,8 +33,8 @@ class DeviceHierarchicalAllgather : public DeviceCollective {
     Status s = call.allocate(0, call.shape, context_.own_memory(), &p.out);
     if (!s.ok() || call.size_bytes() == 0) return s;
     const int64_t row_bytes = call.size_bytes() / call.shape[0];
-    const Topology& t = context_.mpi().topology();
-    const auto& hosts = context_.mpi().host_members();
+    const Topology& t = context_.context().topology();
+    const auto& hosts = context_.context().host_members();
     const DeviceStream stream = context_.stream();
 
     // Bytes in gathered order: host by host, each host's ranks in local-rank order.
@@ -74,7 +74,7 @@ class DeviceHierarchicalAllgather : public DeviceCollective {
     for (size_t q = 0; q < call.first_dims.size(); ++q) world_offset[q + 1] = world_offset[q] + call.first_dims[q];
     std::vector<CopyPiece> moves;
     int64_t at = 0;
-    for (const auto& members : context_.mpi().host_members()) {
+    for (const auto& members : context_.context().host_members()) {
       for (int q : members) {
         const int64_t rows = call.first_dims[static_cast<size_t>(q)];
         moves.push_back(CopyPiece{gathered + at * row_bytes,

@@ -21,8 +21,8 @@ class DeviceReducescatter : public DeviceCollective {
     const DataType w = reduced_as(call);
     const int64_t in_elem = static_cast<int64_t>(dtype_size(d));
     const int64_t elem = static_cast<int64_t>(dtype_size(w));  // in the buffer
-    const int size = context_.mpi().topology().size;
-    const int me = context_.mpi().topology().rank;
+    const int size = context_.context().topology().size;
+    const int me = context_.context().topology().rank;
     int64_t row_elems = 1;
     for (size_t i = 1; i < call.shape.size(); ++i) row_elems *= call.shape[i];
     std::vector<int64_t> block(static_cast<size_t>(size)), first(static_cast<size_t>(size));

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
-#include "comm/mpi/mpi_fault.h"
+#include "comm/peer_failure.h"
 #include "common/clock.h"
 
 namespace kolo {
 namespace {
 
 // In place (ULFM), a communicator's error is taken for a lost peer (NCCL says no more than that a
-// peer closed its connection or timed out): kolo's MPI communicators are revoked, so every survivor
+// peer closed its connection or timed out): the world revokes kolo's communicators, so every survivor
 // hears of it, and the op fails to be rolled back. Recovery agrees on who is left (the shrink keeps
 // every rank still alive, should the error have had another cause).
 Status as_peer_failure(const Status& error, const std::string& library) {

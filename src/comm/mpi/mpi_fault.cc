@@ -5,37 +5,22 @@
 #endif
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
-#include <thread>
 #include <vector>
-
-#include "common/logging.h"
 
 namespace kolo {
 namespace {
 
-struct Registry {
+// kolo's communicators, revoked together when a peer fails.
+struct Tracked {
   std::mutex mu;
   std::vector<MPI_Comm> comms;
-  std::function<void(const std::string&)> hook;
-  bool reported = false;
-  bool survived = false;  // some failure was reported to the hook: this process outlived a peer
-  int hooks_running = 0;
-  std::condition_variable hooks_done;
 };
 
-// `reported` and whether a hook is set, read without the lock by waits that poll them: outside the
-// registry, which is made at its first use, so that a wait's look allocates nothing and takes no lock.
-std::atomic<bool> g_pending{false};
-std::atomic<uint64_t> g_reported{0};
-std::atomic<bool> g_hooked{false};
-
-Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: engine threads may report at exit
-  return *r;
+Tracked& tracked() {
+  static Tracked* t = new Tracked();  // never destroyed: engine threads may report at exit
+  return *t;
 }
 
 }  // namespace
@@ -90,16 +75,16 @@ bool is_peer_failure(int rc) {
 
 void track_comm(MPI_Comm comm) {
   if (!ulfm_built() || comm == MPI_COMM_NULL) return;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.comms.push_back(comm);
+  Tracked& t = tracked();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.comms.push_back(comm);
 }
 
 void untrack_comm(MPI_Comm comm) {
   if (!ulfm_built()) return;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.comms.erase(std::remove(r.comms.begin(), r.comms.end(), comm), r.comms.end());
+  Tracked& t = tracked();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.comms.erase(std::remove(t.comms.begin(), t.comms.end(), comm), t.comms.end());
 }
 
 bool comm_revoked(MPI_Comm comm) {
@@ -122,53 +107,16 @@ void release_comm(MPI_Comm* comm) {
   MPI_Comm_free(comm);
 }
 
-void set_peer_failure_hook(std::function<void(const std::string&)> hook) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.hook = std::move(hook);
-  g_hooked.store(static_cast<bool>(r.hook), std::memory_order_release);
-}
-
-bool surviving_peer_failures() { return g_hooked.load(std::memory_order_acquire); }
-
-bool outlived_a_peer() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.survived;
-}
-
-void report_peer_failure(const std::string& what) {
-  Registry& r = registry();
-  std::function<void(const std::string&)> hook;
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (r.reported || !r.hook) return;
-    r.reported = true;
-    g_pending.store(true, std::memory_order_release);
-    g_reported.fetch_add(1, std::memory_order_release);
-    r.survived = true;
+void revoke_tracked_comms_on_failure() {
+  set_peer_failure_revoker([] {
 #if defined(MPIX_ERR_PROC_FAILED)
-    // Every survivor's calls on these return now, wherever they wait (negotiation, data, a host's
-    // or the hosts' communicator, the peer watch): none is left waiting on the lost rank.
-    for (MPI_Comm c : r.comms) MPIX_Comm_revoke(c);
+    // Every survivor's calls on these return now, wherever they wait (negotiation, data, a host's or the
+    // hosts' communicator, the peer watch): none is left waiting on the lost rank.
+    Tracked& t = tracked();
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (MPI_Comm c : t.comms) MPIX_Comm_revoke(c);
 #endif
-    hook = r.hook;
-    ++r.hooks_running;
-  }
-  KOLO_LOG(kWarning, "a peer failed (" << what << "): kolo's communicators are revoked; the survivors go on in place");
-  std::thread([hook, what] {
-    hook(what);
-    Registry& reg = registry();
-    std::lock_guard<std::mutex> lock(reg.mu);
-    --reg.hooks_running;
-    reg.hooks_done.notify_all();
-  }).detach();
-}
-
-void wait_for_failure_hooks() {
-  Registry& r = registry();
-  std::unique_lock<std::mutex> lock(r.mu);
-  r.hooks_done.wait(lock, [&] { return r.hooks_running == 0; });
+  });
 }
 
 bool agree_and(MPI_Comm comm, int* bits) {
@@ -198,17 +146,6 @@ Status shrink_survivors(MPI_Comm comm, MPI_Comm* survivors) {
   return Status::Unsupported("this MPI has no ULFM (MPIX_Comm_shrink): a lost peer ends the job");
 #endif
 }
-
-void rearm_peer_failure() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.reported = false;
-  g_pending.store(false, std::memory_order_release);
-}
-
-bool peer_failure_pending() { return g_pending.load(std::memory_order_acquire); }
-
-uint64_t peer_failures_reported() { return g_reported.load(std::memory_order_acquire); }
 
 void drive_mpi_progress(MPI_Comm comm) {
   int flag = 0;

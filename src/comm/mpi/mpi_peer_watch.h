@@ -17,25 +17,22 @@
 #include <thread>
 #include <vector>
 
+#include "comm/peer_watch.h"
 #include "kolo/status.h"
 
 namespace kolo {
 
-class MpiPeerWatch {
+class MpiPeerWatch : public PeerWatch {
  public:
-  // Called once, on the watch's thread, with what was seen ("rank 1 (host h2) sent no heartbeat for
-  // 30.0 s").
-  using OnLost = std::function<void(const std::string& why)>;
-
   // Collective over `world` (duplicated, so the heartbeats never meet other traffic); the host names
   // travel once, now, for the messages.
   static Status start(MPI_Comm world, double timeout_seconds, OnLost on_lost, std::unique_ptr<MpiPeerWatch>* out);
-  ~MpiPeerWatch() { stop(); }
+  ~MpiPeerWatch() override { stop(); }
 
   // Says goodbye to the peers it watches and ends the thread. True: all its MPI requests are done and
   // the object may go. False (after a loss, or a goodbye that cannot leave): MPI still holds its
   // buffers, so the owner keeps the object to the process's end.
-  bool stop();
+  bool stop() override;
   const std::string& host_of(int rank) const { return hosts_[static_cast<size_t>(rank)]; }
 
  private:

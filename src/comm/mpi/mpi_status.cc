@@ -1,13 +1,12 @@
 #include "comm/mpi/mpi_status.h"
 
+#include "comm/give_up.h"
 #include "comm/mpi/mpi_fault.h"
 
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -24,24 +23,6 @@ Status mpi_status(int rc, const std::string& what) {
     return Status::PeersFailed(message + " (" + kPeersFailedWords + ")");
   }
   return Status::Internal(message);
-}
-
-namespace {
-std::atomic<bool> g_give_up{false};
-std::mutex g_give_up_mu;
-std::string g_give_up_why;  // under g_give_up_mu
-}  // namespace
-
-void give_up_mpi_waits(const std::string& why) {
-  std::lock_guard<std::mutex> lock(g_give_up_mu);
-  g_give_up_why = why;
-  g_give_up = true;
-}
-
-Status mpi_waits_given_up(const char* what) {
-  if (!g_give_up) return Status::OK();
-  std::lock_guard<std::mutex> lock(g_give_up_mu);
-  return Status::Aborted(std::string(what) + " given up: " + g_give_up_why);
 }
 
 Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace, PeerBell* bell, int peer) {
@@ -63,7 +44,7 @@ Status mpi_wait(MPI_Request* request, const char* what, WaitPace pace, PeerBell*
     if (done) return Status::OK();
     if (i < kSpins) continue;
     if (i == kSpins) start = clock::now();
-    if (g_give_up) return mpi_waits_given_up(what);
+    if (waits_are_given_up()) return waits_given_up(what);
     if (!napping && clock::now() - start < yield_for) {
       sched_yield();
       continue;

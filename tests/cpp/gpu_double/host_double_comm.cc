@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/device/surviving_comms.h"
 #include "comm/mpi/mpi_fault.h"
+#include "comm/peer_failure.h"
 #include "comm/mpi/mpi_types.h"
 
 namespace kolo {
@@ -52,6 +52,27 @@ Status mpi_op(DataType dtype, ReduceOp op, MPI_Op* out) {
   *out = ops[dtype == DataType::kFloat16 ? 0 : 1][static_cast<int>(op)];
   return made;
 }
+
+#if defined(MPIX_ERR_PROC_FAILED)
+// The ranks of `comm` that are not in `survivors` (ascending).
+std::vector<int> lost_members(MPI_Comm comm, MPI_Comm survivors) {
+  MPI_Group from = MPI_GROUP_NULL, to = MPI_GROUP_NULL;
+  MPI_Comm_group(comm, &from);
+  MPI_Comm_group(survivors, &to);
+  int n = 0;
+  MPI_Group_size(from, &n);
+  std::vector<int> ranks(static_cast<size_t>(n)), there(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ranks[static_cast<size_t>(i)] = i;
+  MPI_Group_translate_ranks(from, n, ranks.data(), to, there.data());
+  MPI_Group_free(&from);
+  MPI_Group_free(&to);
+  std::vector<int> lost;
+  for (int i = 0; i < n; ++i) {
+    if (there[static_cast<size_t>(i)] == MPI_UNDEFINED) lost.push_back(i);
+  }
+  return lost;
+}
+#endif
 
 Status int_count(int64_t n, const char* what) {
   if (n > 0x7fffffff) return Status::Unsupported(std::string("host double: ") + what + " of more than 2^31 elements");
@@ -340,7 +361,10 @@ Status HostDouble::unique_id(std::string* id) {
 }
 
 Status HostDouble::create_comm(int, const CommMembers& m, std::unique_ptr<DeviceComm>* comm) {
-  if (m.mpi_comm == nullptr) return Status::InvalidArgument("host double: a communicator needs its members' MPI_Comm");
+  if (m.mpi_comm == nullptr) {
+    return Status::Unsupported("host double: a communicator needs its members' MPI_Comm (the double runs over MPI; "
+                               "this job's world has none)");
+  }
   // A copy of the members' communicator, so that its traffic never meets kolo's own on it.
   MPI_Comm c = MPI_COMM_NULL;
   const int rc = MPI_Comm_dup(*static_cast<const MPI_Comm*>(m.mpi_comm), &c);

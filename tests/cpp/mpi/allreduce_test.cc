@@ -50,7 +50,7 @@ TEST_P(AllreduceTest, EveryOpEverySizeInPlaceAndOut) {
   }
 }
 
-// Above 64 KiB a segment on one host goes by kolo's ring (comm/mpi/ring_allreduce.h): block counts
+// Above 64 KiB a segment on one host goes by kolo's ring (comm/host/ring_allreduce.h): block counts
 // that do not divide by the ranks, several segments, in place and out.
 TEST_P(AllreduceTest, EveryOpAboveSixtyFourKibByTheRing) {
   ScopedSettings s(Settings{{"KOLO_SEGMENT_BYTES", "70000"}, {"KOLO_ZERO_COPY_BYTES", "0"}});

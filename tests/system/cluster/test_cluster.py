@@ -67,7 +67,7 @@ def test_flat_allreduce_is_exact_across_hosts():
 @pytest.mark.parametrize("per_host,thread_level", [(1, "multiple"), (2, "multiple"), (1, "serialized")])
 def test_hierarchical_allreduce_on_three_hosts_is_exact(per_host, thread_level):
     # On 2 hosts (above) the cross-host stage of hierarchical allreduce is a pairwise exchange; on more,
-    # kolo's ring over the hosts, per segment on a thread of its own (src/comm/mpi/cross_host_lane.h),
+    # kolo's ring over the hosts, per segment on a thread of its own (src/comm/host/cross_host_lane.h),
     # segments in flight; where the application gave MPI_THREAD_SERIALIZED, on kolo's thread, one
     # segment at a time. 3 hosts x 1 and x 2 ranks: every dtype and op, 4 KiB segments (many in flight,
     # blocks of a few elements, some empty), and blocks of several 256 KiB pieces.
