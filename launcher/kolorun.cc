@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "elastic_launch.h"
+#include "gloo_launch.h"
 #include "kolo/c_api.h"
 #include "kolo_build_choices.h"
 #include "launch_checks.h"
@@ -79,6 +80,13 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // --gloo (or KOLO_CONTROLLER=gloo where kolorun runs): no mpirun (launcher/gloo_launch.h).
+  std::string controller = std::getenv("KOLO_CONTROLLER") != nullptr ? std::getenv("KOLO_CONTROLLER") : "";
+  for (const auto& kv : options.settings) {
+    if (kv.first == "KOLO_CONTROLLER") controller = kv.second;
+  }
+  const bool gloo = controller == "gloo" || controller == "GLOO" || controller == "Gloo";
+
   SlurmAllocation allocation;
   const bool in_allocation =
       find_slurm_allocation([](const char* name) { return std::getenv(name); }, &allocation, &error);
@@ -87,10 +95,14 @@ int main(int argc, char** argv) {
 
   Machine machine;
   machine.placed_by_slurm = placed_by_slurm(in_allocation ? &allocation : nullptr, options);
-  machine.mpirun = find_mpirun();
+  machine.mpirun = gloo ? "" : find_mpirun();
   // A dry run only prints the command: it may be made on a machine without Open MPI.
   if (machine.mpirun.empty() && options.dry_run && !std::getenv("KOLO_MPIRUN")) machine.mpirun = "mpirun";
-  if (machine.mpirun.empty()) {
+  if (gloo && options.elastic()) {
+    return fail("--gloo runs no elastic job yet: its elastic options (--min-np, --max-np, "
+                "--host-discovery-script, --in-place) need mpirun");
+  }
+  if (machine.mpirun.empty() && !gloo) {
     return fail(std::getenv("KOLO_MPIRUN") ? std::string("KOLO_MPIRUN='") + std::getenv("KOLO_MPIRUN") +
                                                  "' is not an executable file"
                                            : "mpirun not found on PATH: install Open MPI (Debian: apt-get "
@@ -128,6 +140,7 @@ int main(int argc, char** argv) {
       if (!unreachable.empty()) return 2;
     }
   }
+  if (gloo) return run_gloo(options, machine, machine.placed_by_slurm);
   if (options.elastic()) return run_elastic(options, machine);
 
   const MpirunCommand cmd = build_mpirun_command(options, machine);

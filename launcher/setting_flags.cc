@@ -40,13 +40,14 @@ const SettingFlag kSettingFlags[] = {
     {"--no-mpi-threads-disable", "HOROVOD_MPI_THREADS_DISABLE", SettingFlag::kFixed, 1.0, "0"},
     {"--num-nccl-streams", "HOROVOD_NUM_NCCL_STREAMS", SettingFlag::kInteger},
     {"--thread-affinity", "HOROVOD_THREAD_AFFINITY", SettingFlag::kInteger},
-    {"--gloo-timeout-seconds", "HOROVOD_GLOO_TIMEOUT_SECONDS", SettingFlag::kInteger},
+    {"--gloo-timeout-seconds", "KOLO_GLOO_TIMEOUT_SECONDS", SettingFlag::kInteger},
     {"--log-with-timestamp", "HOROVOD_LOG_HIDE_TIME", SettingFlag::kFixed, 1.0, "0"},
     {"--no-log-hide-timestamp", "HOROVOD_LOG_HIDE_TIME", SettingFlag::kFixed, 1.0, "0"},
     {"--log-without-timestamp", "HOROVOD_LOG_HIDE_TIME", SettingFlag::kFixed, 1.0, "1"},
     {"--log-hide-timestamp", "HOROVOD_LOG_HIDE_TIME", SettingFlag::kFixed, 1.0, "1"},
-    {"--gloo", "HOROVOD_CONTROLLER", SettingFlag::kFixed, 1.0, "gloo"},
-    {"--mpi", "HOROVOD_CONTROLLER", SettingFlag::kFixed, 1.0, "mpi"},
+    // The world: --gloo starts the ranks without mpirun (launcher/gloo_launch.h).
+    {"--gloo", "KOLO_CONTROLLER", SettingFlag::kFixed, 1.0, "gloo"},
+    {"--mpi", "KOLO_CONTROLLER", SettingFlag::kFixed, 1.0, "mpi"},
 };
 
 

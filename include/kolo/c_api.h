@@ -97,6 +97,12 @@ KOLO_EXPORT int32_t kolo_local_size(void);
 KOLO_EXPORT int32_t kolo_cross_rank(void);
 KOLO_EXPORT int32_t kolo_cross_size(void);
 KOLO_EXPORT int32_t kolo_mpi_threads_supported(void);
+/* The world the ranks formed: KOLO_CONTROLLER_MPI or KOLO_CONTROLLER_GLOO while initialized, else 0. */
+#define KOLO_CONTROLLER_MPI 1
+#define KOLO_CONTROLLER_GLOO 2
+KOLO_EXPORT int32_t kolo_controller(void);
+/* 1 when built with the Gloo world. */
+KOLO_EXPORT int32_t kolo_gloo_built(void);
 KOLO_EXPORT int32_t kolo_is_homogeneous(void);
 /* 1 when built with CUDA; NCCL's version code (major * 10000 + minor * 100 + patch) when built with
  * NCCL, else 0. */

@@ -52,8 +52,11 @@ KOLO_EXPORT int local_rank();   // index among the ranks on this host
 KOLO_EXPORT int local_size();   // ranks on this host
 KOLO_EXPORT int cross_rank();   // index of this host
 KOLO_EXPORT int cross_size();   // number of hosts
-// True when MPI gave MPI_THREAD_MULTIPLE, so the application may make its own MPI calls concurrently.
+// True when the job runs over MPI and MPI gave MPI_THREAD_MULTIPLE, so the application may make its own
+// MPI calls concurrently.
 KOLO_EXPORT bool mpi_threads_supported();
+// The world the ranks formed (KOLO_CONTROLLER): "mpi" or "gloo" while initialized, "" otherwise.
+KOLO_EXPORT std::string controller();
 // True when every host runs as many ranks; false before init().
 KOLO_EXPORT bool is_homogeneous();
 
@@ -200,6 +203,8 @@ struct BuildInfo {
   std::string nccl_version;
   std::string gpus;           // with CUDA: the GPUs this process sees, or why none is usable
   bool mpi_ulfm = false;      // the MPI has ULFM (fault-tolerant communicators)
+  bool gloo = false;          // the Gloo world compiled in (KOLO_WITH_GLOO)
+  std::string gloo_version;
 };
 KOLO_EXPORT BuildInfo build_info();
 

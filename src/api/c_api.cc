@@ -75,6 +75,13 @@ int32_t kolo_mpi_threads_supported(void) { return kolo::mpi_threads_supported() 
 int32_t kolo_is_homogeneous(void) { return kolo::is_homogeneous() ? 1 : 0; }
 int32_t kolo_cuda_built(void) { return kolo::build_info().cuda ? 1 : 0; }
 
+int32_t kolo_gloo_built(void) { return kolo::build_info().gloo ? 1 : 0; }
+
+int32_t kolo_controller(void) {
+  const std::string c = kolo::controller();
+  return c == "mpi" ? KOLO_CONTROLLER_MPI : c == "gloo" ? KOLO_CONTROLLER_GLOO : 0;
+}
+
 int32_t kolo_nccl_built(void) {
   const kolo::BuildInfo b = kolo::build_info();
   if (!b.nccl) return 0;
@@ -200,7 +207,9 @@ const char* kolo_build_summary(void) {
       return std::string("  [") + (have ? "X" : " ") + "] " + what + detail + "\n";
     };
     std::string s = "kolo " + b.version + "\n";
-    s += line(!b.mpi_version.empty(), "MPI    ", b.mpi_version + " (collectives on CPU tensors)");
+    s += line(!b.mpi_version.empty(), "MPI    ", b.mpi_version + " (the MPI world: mpirun, kolorun, Slurm)");
+    s += line(b.gloo, "Gloo   ", b.gloo ? b.gloo_version + " (the Gloo world: kolorun --gloo, torchrun, any launcher)"
+                                        : "not built in (KOLO_WITH_GLOO): ranks need an MPI launcher");
     s += line(b.cuda, "CUDA   ", b.cuda ? b.cuda_version : "not built in");
     s += line(b.nccl, "NCCL   ", b.nccl ? b.nccl_version + " (collectives on GPU tensors)" : "not built in");
 #if KOLO_HAVE_CUDA

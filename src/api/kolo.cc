@@ -150,6 +150,7 @@ KOLO_TOPOLOGY_GETTER(cross_size)
 #undef KOLO_TOPOLOGY_GETTER
 
 bool mpi_threads_supported() { return Runtime::instance().mpi_threads_supported(); }
+std::string controller() { return Runtime::instance().controller(); }
 
 bool is_homogeneous() {
   auto engine = Runtime::instance().engine();
@@ -359,6 +360,10 @@ BuildInfo build_info() {
   info.version = KOLO_VERSION;
   info.mpi_version = mpi_library_version();
   info.mpi_ulfm = ulfm_built();
+#if KOLO_HAVE_GLOO
+  info.gloo = true;
+  info.gloo_version = KOLO_GLOO_VERSION;
+#endif
 #if KOLO_HAVE_CUDA
   info.cuda = true;
   info.cuda_version = cuda_build_version();

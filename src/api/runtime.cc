@@ -33,7 +33,7 @@ namespace {
 std::string launcher_rank_words() {
   for (const auto& [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                    std::pair{"PMIX_RANK", "SLURM_NTASKS"}, std::pair{"PMI_RANK", "PMI_SIZE"},
-                                   std::pair{"SLURM_PROCID", "SLURM_NTASKS"}}) {
+                                   std::pair{"SLURM_PROCID", "SLURM_NTASKS"}, std::pair{"RANK", "WORLD_SIZE"}}) {
     const char* r = std::getenv(rank);
     const char* n = std::getenv(size);
     if (r != nullptr) return std::string("rank ") + r + (n != nullptr ? std::string(" of ") + n : std::string());
@@ -222,6 +222,12 @@ std::shared_ptr<Engine> Runtime::engine() {
 std::string Runtime::not_running_reason() {
   std::lock_guard<std::mutex> lock(mu_);
   return shut_down_ ? "kolo has been shut down on this rank" : "kolo is not initialized: call init() first";
+}
+
+std::string Runtime::controller() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (job() == nullptr) return "";
+  return std::string(world_->name()) == "MPI" ? "mpi" : "gloo";
 }
 
 bool Runtime::mpi_threads_supported() {

@@ -72,6 +72,8 @@ class Runtime {
   void use_device_backend(std::shared_ptr<DeviceBackend> backend);
   // Whether the job runs over MPI and MPI allows calls from several threads (MPI_THREAD_MULTIPLE).
   bool mpi_threads_supported();
+  // "mpi" or "gloo" while initialized, else "".
+  std::string controller();
 
   // Process sets (src/api/process_sets.cc). `target` for an op of process set `id` on this rank, or
   // why it cannot run there (unknown set, not a member, not initialized), after `what()` names the op

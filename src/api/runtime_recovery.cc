@@ -4,7 +4,7 @@
 // (api/fault_domain.h).
 #include "api/give_up_recovery.h"
 #include "api/runtime.h"
-#include "comm/mpi/mpi_world.h"
+#include "api/world_choice.h"
 #include "comm/peer_failure.h"
 #include "common/clock.h"
 #include "common/deadline.h"
@@ -13,13 +13,11 @@
 namespace kolo {
 
 Status Runtime::open_world(const Config& config) {
-  // Called with mu_ held. The world lives as long as the process: MPI cannot start twice.
-  (void)config;
+  // Called with mu_ held. The world lives as long as the process: MPI cannot start twice, and a Gloo world's
+  // ranks keep their connections across shutdown() and init().
   if (world_) return Status::OK();
-  std::unique_ptr<MpiWorld> world;
-  Status s = MpiWorld::open(&world);
+  Status s = open_world_for(config, &world_);
   if (!s.ok()) return s;
-  world_ = std::move(world);
   faults_.set_not_in_place(world_->not_in_place());
   if (world_->not_in_place().empty()) {
     set_peer_failure_hook([this](const std::string& what) { faults_.peers_failed(what); });

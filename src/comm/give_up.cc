@@ -11,7 +11,7 @@ struct GiveUp {
   std::atomic<bool> given_up{false};
   std::mutex mu;
   std::string why;  // under mu
-  std::map<int, std::function<void()>> interrupters;
+  std::map<int, std::function<void(const std::string&)>> interrupters;
   int next_id = 1;
 };
 
@@ -28,7 +28,7 @@ void give_up_waits(const std::string& why) {
   std::lock_guard<std::mutex> lock(g.mu);
   g.why = why;
   g.given_up = true;
-  for (auto& kv : g.interrupters) kv.second();
+  for (auto& kv : g.interrupters) kv.second(why);
 }
 
 bool waits_are_given_up() { return state().given_up.load(std::memory_order_acquire); }
@@ -40,7 +40,7 @@ Status waits_given_up(const char* what) {
   return Status::Aborted(std::string(what) + " given up: " + g.why);
 }
 
-int add_give_up_interrupter(std::function<void()> interrupt) {
+int add_give_up_interrupter(std::function<void(const std::string&)> interrupt) {
   GiveUp& g = state();
   std::lock_guard<std::mutex> lock(g.mu);
   const int id = g.next_id++;

@@ -17,9 +17,9 @@ void give_up_waits(const std::string& why);
 // OK, or the Aborted status a wait gives up with (`what` names the wait). Cheap: every wait polls it.
 Status waits_given_up(const char* what);
 bool waits_are_given_up();
-// For waits that sleep until their data comes (Gloo's): called by give_up_waits to wake them, so that
-// they see the give-up. Returns an id for remove_give_up_interrupter.
-int add_give_up_interrupter(std::function<void()> interrupt);
+// For waits that sleep until their data comes (Gloo's): called by give_up_waits, with its reason, to wake
+// them; it must not call back into this file. Returns an id for remove_give_up_interrupter.
+int add_give_up_interrupter(std::function<void(const std::string& why)> interrupt);
 void remove_give_up_interrupter(int id);
 
 }  // namespace kolo

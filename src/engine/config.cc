@@ -14,12 +14,14 @@ namespace kolo {
 
 // Variables kolorun and the bindings use that are not engine settings: no "unknown setting" warning.
 // KOLO_* names that are not settings but are read elsewhere: set by kolorun for the ranks (elastic
-// mode), kolorun's own, kolo.run's for its ranks, where the GPU path finds NCCL, and the Open MPI guard's
-// debug switch.
+// mode; the Gloo world's store, comm/launcher_env.h), kolorun's own, kolo.run's for its ranks, where the GPU
+// path finds NCCL, and the Open MPI guard's debug switch.
 static bool read_elsewhere(const std::string& name) {
   static const std::set<std::string> names = {"KOLO_ELASTIC",      "KOLO_ELASTIC_JOB_ID",  "KOLO_ELASTIC_ATTEMPT",
                                               "KOLO_ELASTIC_COMMIT_DIR", "KOLO_ELASTIC_MIN_NP", "KOLO_MPIRUN",
-                                              "KOLO_RUN_SERVICE", "KOLO_NCCL_LIBRARY", "KOLO_DEBUG_OMPI_GUARD"};
+                                              "KOLO_RUN_SERVICE", "KOLO_NCCL_LIBRARY", "KOLO_DEBUG_OMPI_GUARD",
+                                              "KOLO_STORE_ADDR", "KOLO_STORE_PORT", "KOLO_STORE_TOKEN",
+                                              "KOLO_JOB_ID"};
   return names.count(name) > 0;
 }
 
@@ -68,6 +70,15 @@ const std::vector<SettingInfo>& known_settings() {
        "failed: its host cut off, or ULFM's detector off) is given up: the rank exits with status 1 and "
        "kolorun restarts the job from its last commit; 0 waits forever."},
       {"KOLO_LOG_LEVEL", "warning", "trace, debug, info, warning or error."},
+      {"KOLO_CONTROLLER", "auto",
+       "Which world the ranks form: mpi (an MPI launcher started them), gloo (any launcher; the ranks meet "
+       "through a key-value store), or auto: mpi where an MPI launcher started the process, gloo otherwise."},
+      {"KOLO_GLOO_TIMEOUT_SECONDS", "120",
+       "The Gloo world's start waits this long for every rank to come (rank 0's store, then each rank's "
+       "connections), naming the ranks still missing, before it fails."},
+      {"KOLO_GLOO_IFACE", "(unset)",
+       "The network interface (e.g. eth1) of the Gloo world's connections between hosts; unset: the one this "
+       "host reaches the store through."},
       {"KOLO_SEGMENT_BYTES", "auto",
        "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache) and for "
        "hierarchical allreduce across hosts (its stages pipeline), 32 MiB for flat allreduce across hosts "
@@ -186,12 +197,14 @@ class Parser {
     }
   }
 
-  // One of `choices`; *out = its index.
+  // One of `choices` (any case); *out = its index.
   void choice(const char* name, const std::vector<std::string>& choices, int* out) {
     const char* v = lookup_(name);
     if (v == nullptr || !status_.ok()) return;
+    std::string t = v;
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     for (size_t i = 0; i < choices.size(); ++i) {
-      if (choices[i] == v) {
+      if (choices[i] == t) {
         *out = static_cast<int>(i);
         return;
       }
@@ -269,6 +282,11 @@ Status parse_config(const SettingLookup& given, Config* config, const SettingOri
   p.text("KOLO_SHARED_MEMORY_DIR", &c.shared_memory_dir);
   p.non_negative_int("KOLO_SHARED_MEMORY_SLOT_BYTES", &c.shared_memory_slot_bytes);
   p.boolean("KOLO_DOORBELL", &c.doorbell);
+  int controller = static_cast<int>(c.controller);
+  p.choice("KOLO_CONTROLLER", {"auto", "mpi", "gloo"}, &controller);
+  c.controller = static_cast<Config::Controller>(controller);
+  p.non_negative_double("KOLO_GLOO_TIMEOUT_SECONDS", &c.gloo_timeout_seconds);
+  p.text("KOLO_GLOO_IFACE", &c.gloo_iface);
   int join_average = c.join_average_over_contributors ? 1 : 0;
   p.choice("KOLO_JOIN_AVERAGE", {"size", "contributors"}, &join_average);
   c.join_average_over_contributors = join_average == 1;

@@ -50,6 +50,14 @@ struct Config {
   bool shared_memory = true;
   std::string shared_memory_dir = "/dev/shm";
   int64_t shared_memory_slot_bytes = kAuto;
+  // Which world the ranks form (comm/world.h): by how the process was started (kAuto: an MPI launcher's
+  // process MPI, any other Gloo), or forced.
+  enum class Controller { kAuto = 0, kMpi = 1, kGloo = 2 };
+  Controller controller = Controller::kAuto;
+  // The Gloo world: how long its start waits for every rank, and the interface its connections use (empty:
+  // the one this host reaches the store through).
+  double gloo_timeout_seconds = 120.0;
+  std::string gloo_iface;
   // Across hosts, negotiation's waits sleep on a UDP doorbell that the peer they wait for rings
   // (comm/mpi/mpi_peer_bell.h), instead of napping up to 1 ms.
   bool doorbell = true;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "store/key_value_store.h"
+#include "store/store_socket.h"
 #include "store/tcp_store_wire.h"
 
 namespace kolo {
@@ -41,7 +42,7 @@ class TcpStoreClient final : public KeyValueStore {
   // The bound on each call that does not wait for other ranks.
   void set_reply_timeout(std::chrono::milliseconds timeout);
 
-  std::string where() const override { return where_; }
+  std::string where() const override { return socket_->where(); }
 
   Status set(const std::string& key, const std::string& value) override;
   Status get(const std::string& key, Clock::time_point deadline, std::string* value) override;
@@ -61,19 +62,11 @@ class TcpStoreClient final : public KeyValueStore {
   Status ping();
 
  private:
-  TcpStoreClient(int fd, std::string where) : fd_(fd), where_(std::move(where)) {}
+  explicit TcpStoreClient(std::unique_ptr<StoreSocket> socket) : socket_(std::move(socket)) {}
 
   // The connection's handshake: VALIDATE, the token, and a GETNUMKEYS whose answer shows the server kept the
   // connection (a refused token closes it).
   Status handshake(const std::string& token, Clock::time_point deadline);
-
-  // Sends all of `bytes` by `until`; `what` names the call in messages.
-  Status send_all(const std::string& bytes, Clock::time_point until, const std::string& what);
-  // Receives exactly `n` bytes by `until`.
-  Status recv_exact(char* buffer, size_t n, Clock::time_point until, const std::string& what);
-  Status recv_u8(uint8_t* value, Clock::time_point until, const std::string& what);
-  Status recv_i64(int64_t* value, Clock::time_point until, const std::string& what);
-  Status recv_bytes(std::string* value, Clock::time_point until, const std::string& what);
 
   // Sends `request` and returns when the server has answered `what`; the reply is read by the caller.
   Status request(const std::string& request, const std::string& what);
@@ -88,8 +81,7 @@ class TcpStoreClient final : public KeyValueStore {
   Clock::time_point reply_deadline() const { return Clock::now() + reply_timeout_; }
 
   std::mutex mu_;
-  int fd_ = -1;
-  std::string where_;
+  std::unique_ptr<StoreSocket> socket_;
   std::chrono::milliseconds reply_timeout_{30000};
   std::string broken_;  // why the connection is unusable; empty while it is fine
 };

@@ -11,13 +11,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "store/listening_socket.h"
+#include "store/store_table.h"
 #include "store/tcp_store_wire.h"
 
 namespace kolo {
@@ -36,262 +36,12 @@ constexpr size_t kMostBytesBeforeHandshake = 64u << 10;
 // would say it is readable at once, again and again).
 constexpr std::chrono::milliseconds kAcceptRest{100};
 
-std::string host_port(const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 // Equal, in a time that does not depend on where the two differ (a stranger learns nothing from timing).
 bool same_token(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
   return diff == 0;
 }
-
-// A decimal integer as torch's servers read one (std::stoll: leading blanks, trailing bytes ignored); false
-// where there is none, as where torch's server throws and drops the connection.
-bool parse_counter(const std::string& text, int64_t* value) {
-  try {
-    *value = std::stoll(text);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-std::string one_byte(uint8_t b) { return std::string(1, static_cast<char>(b)); }
-
-std::string i64_bytes(int64_t v) {
-  std::string out;
-  tcp_store::put_i64(&out, v);
-  return out;
-}
-
-std::string value_bytes(const std::string& v) {
-  std::string out;
-  tcp_store::put_bytes(&out, v);
-  return out;
-}
-
-// The store's contents and who waits for which keys: the semantics of torch's server, apart from sockets.
-// Connections are named by ids; replies go out as (id, bytes) in the order they are made.
-class StoreTable {
- public:
-  using Replies = std::vector<std::pair<uint64_t, std::string>>;
-
-  // Serves one request of connection `conn`. false: it cannot be served (ADD or BARRIER on a key that holds
-  // no integer) and, as with torch's server, the connection is to be closed.
-  bool handle(uint64_t conn, const Request& r, Replies* replies) {
-    const std::string* key = r.keys.empty() ? nullptr : &r.keys[0];
-    switch (r.type) {
-      case QueryType::kSet:
-        values_[*key] = r.values[0];
-        released(*key, replies);
-        return true;
-      case QueryType::kCompareSet: {
-        // torch's: a missing key is created only where `expected` is empty, and the reply for a missing key
-        // is `expected` itself; an existing one is replaced where it equals `expected`; the reply is then
-        // the value it holds.
-        const std::string& expected = r.values[0];
-        const std::string& desired = r.values[1];
-        auto it = values_.find(*key);
-        if (it == values_.end()) {
-          if (expected.empty()) {
-            values_[*key] = desired;
-            released(*key, replies);
-            replies->emplace_back(conn, value_bytes(desired));
-          } else {
-            replies->emplace_back(conn, value_bytes(expected));
-          }
-        } else {
-          if (it->second == expected) it->second = desired;
-          replies->emplace_back(conn, value_bytes(it->second));
-        }
-        return true;
-      }
-      case QueryType::kGet: {
-        // torch's client waits for the key first; a key gone by then reads as empty (torch's libuv server).
-        auto it = values_.find(*key);
-        replies->emplace_back(conn, value_bytes(it == values_.end() ? std::string() : it->second));
-        return true;
-      }
-      case QueryType::kAdd: {
-        int64_t sum = r.number;
-        auto it = values_.find(*key);
-        if (it != values_.end()) {
-          int64_t old = 0;
-          if (!parse_counter(it->second, &old)) return false;
-          sum += old;
-        }
-        values_[*key] = std::to_string(sum);
-        replies->emplace_back(conn, i64_bytes(sum));
-        released(*key, replies);
-        return true;
-      }
-      case QueryType::kCheck:
-        replies->emplace_back(conn, one_byte(static_cast<uint8_t>(all_present(r.keys) ? tcp_store::CheckReply::kReady
-                                                                                      : tcp_store::CheckReply::kNotReady)));
-        return true;
-      case QueryType::kWait:
-        if (all_present(r.keys)) {
-          replies->emplace_back(conn, stop_waiting());
-        } else {
-          for (const std::string& k : r.keys) {
-            if (!present(k)) await(conn, k);
-          }
-        }
-        return true;
-      case QueryType::kGetNumKeys:
-        replies->emplace_back(conn, i64_bytes(static_cast<int64_t>(values_.size())));
-        return true;
-      case QueryType::kDeleteKey:
-        replies->emplace_back(conn, i64_bytes(static_cast<int64_t>(values_.erase(*key))));
-        return true;
-      case QueryType::kAppend:
-        values_[*key] += r.values[0];
-        released(*key, replies);
-        return true;
-      case QueryType::kMultiGet: {
-        std::string out;
-        for (const std::string& k : r.keys) {
-          auto it = values_.find(k);
-          tcp_store::put_bytes(&out, it == values_.end() ? std::string() : it->second);
-        }
-        replies->emplace_back(conn, std::move(out));
-        return true;
-      }
-      case QueryType::kMultiSet:
-        for (size_t i = 0; i < r.keys.size(); ++i) {
-          values_[r.keys[i]] = r.values[i];
-          released(r.keys[i], replies);
-        }
-        return true;
-      case QueryType::kCancelWait:
-        forget(conn);
-        replies->emplace_back(conn, one_byte(static_cast<uint8_t>(tcp_store::WaitReply::kWaitCanceled)));
-        return true;
-      case QueryType::kPing: {
-        std::string out;
-        tcp_store::put_u32(&out, r.word);
-        replies->emplace_back(conn, std::move(out));
-        return true;
-      }
-      case QueryType::kQueuePush:
-        queues_[*key].push_back(r.values[0]);
-        release_one(*key, replies);
-        return true;
-      case QueryType::kQueuePop: {
-        // The length before the pop, then the value where there was one.
-        auto& queue = queues_[*key];
-        std::string out = i64_bytes(static_cast<int64_t>(queue.size()));
-        if (!queue.empty()) {
-          tcp_store::put_bytes(&out, queue.front());
-          queue.pop_front();
-        }
-        if (queue.empty()) queues_.erase(*key);
-        replies->emplace_back(conn, std::move(out));
-        return true;
-      }
-      case QueryType::kQueueLen: {
-        auto it = queues_.find(*key);
-        replies->emplace_back(conn, i64_bytes(it == queues_.end() ? 0 : static_cast<int64_t>(it->second.size())));
-        return true;
-      }
-      case QueryType::kListKeys: {
-        std::string out = i64_bytes(static_cast<int64_t>(values_.size()));
-        for (const auto& kv : values_) tcp_store::put_bytes(&out, kv.first);
-        replies->emplace_back(conn, std::move(out));
-        return true;
-      }
-      case QueryType::kBarrier: {
-        // The key counts arrivals; the last one releases the others and itself.
-        int64_t count = 1;
-        auto it = values_.find(*key);
-        if (it != values_.end()) {
-          int64_t old = 0;
-          if (!parse_counter(it->second, &old)) return false;
-          count = old + 1;
-        }
-        values_[*key] = std::to_string(count);
-        if (count >= r.number) {
-          released(*key, replies);
-          replies->emplace_back(conn, stop_waiting());
-        } else {
-          await(conn, *key);
-        }
-        return true;
-      }
-      case QueryType::kValidate:
-      case QueryType::kKoloToken:
-        return false;  // only a connection's first requests; the server's loop takes them
-    }
-    return false;
-  }
-
-  // A closed (or cancelling) connection's waits.
-  void forget(uint64_t conn) {
-    auto w = awaited_.find(conn);
-    if (w == awaited_.end()) return;
-    for (const std::string& k : w->second) {
-      auto it = waiters_.find(k);
-      if (it == waiters_.end()) continue;
-      it->second.erase(std::remove(it->second.begin(), it->second.end(), conn), it->second.end());
-      if (it->second.empty()) waiters_.erase(it);
-    }
-    awaited_.erase(w);
-  }
-
- private:
-  static std::string stop_waiting() { return one_byte(static_cast<uint8_t>(tcp_store::WaitReply::kStopWaiting)); }
-
-  // A key counts as there where it holds a value or a queue that is not empty (as in torch's libuv server).
-  bool present(const std::string& k) const {
-    if (values_.count(k) != 0) return true;
-    auto q = queues_.find(k);
-    return q != queues_.end() && !q->second.empty();
-  }
-
-  bool all_present(const std::vector<std::string>& keys) const {
-    return std::all_of(keys.begin(), keys.end(), [this](const std::string& k) { return present(k); });
-  }
-
-  void await(uint64_t conn, const std::string& k) {
-    if (awaited_[conn].insert(k).second) waiters_[k].push_back(conn);
-  }
-
-  // `k` now holds a value: it no longer holds up anyone, and whoever waited for it alone goes on.
-  void released(const std::string& k, Replies* replies) {
-    auto it = waiters_.find(k);
-    if (it == waiters_.end()) return;
-    const std::vector<uint64_t> conns = std::move(it->second);
-    waiters_.erase(it);
-    for (uint64_t conn : conns) lose_key(conn, k, replies);
-  }
-
-  // A value pushed onto queue `k`: one waiter, the longest waiting, may take it.
-  void release_one(const std::string& k, Replies* replies) {
-    auto it = waiters_.find(k);
-    if (it == waiters_.end()) return;
-    const uint64_t conn = it->second.front();
-    it->second.erase(it->second.begin());
-    if (it->second.empty()) waiters_.erase(it);
-    lose_key(conn, k, replies);
-  }
-
-  void lose_key(uint64_t conn, const std::string& k, Replies* replies) {
-    auto w = awaited_.find(conn);
-    if (w == awaited_.end()) return;
-    w->second.erase(k);
-    if (!w->second.empty()) return;
-    awaited_.erase(w);
-    replies->emplace_back(conn, stop_waiting());
-  }
-
-  std::unordered_map<std::string, std::string> values_;
-  std::unordered_map<std::string, std::deque<std::string>> queues_;
-  std::unordered_map<std::string, std::vector<uint64_t>> waiters_;            // key -> connections, oldest first
-  std::unordered_map<uint64_t, std::unordered_set<std::string>> awaited_;    // connection -> keys it still waits for
-};
 
 // A client's connection as the serving thread keeps it.
 struct Connection {
@@ -572,46 +322,9 @@ Status TcpStoreServer::start(const std::string& bind_address, int port, const st
     return Status::InvalidArgument("store server on " + asked + ": a token longer than " +
                                    std::to_string(tcp_store::kMaxTokenBytes) + " bytes");
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* addresses = nullptr;
-  const int resolved = ::getaddrinfo(bind_address.c_str(), std::to_string(port).c_str(), &hints, &addresses);
-  if (resolved != 0) {
-    return Status::InvalidArgument("store server on " + asked + ": cannot resolve '" + bind_address +
-                                   "': " + gai_strerror(resolved));
-  }
-  int listen_fd = -1;
-  std::string error = "no address";
-  for (const addrinfo* a = addresses; a != nullptr && listen_fd < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      error = std::strerror(errno);
-      continue;
-    }
-    const int one = 1;
-    // A restarted job binds its port again while the last one's connections linger in TIME_WAIT.
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-      error = std::strerror(errno);
-      ::close(fd);
-      continue;
-    }
-    listen_fd = fd;
-  }
-  ::freeaddrinfo(addresses);
-  if (listen_fd < 0) {
-    return Status::Internal("cannot serve the store on " + asked + ": " + error +
-                            (port != 0 ? " (another store, or another job, may hold that port: choose another, "
-                                         "or 0 for any)"
-                                       : ""));
-  }
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  const int bound_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  int listen_fd = -1, bound_port = 0;
+  Status listening = listen_tcp(bind_address, port, &listen_fd, &bound_port);
+  if (!listening.ok()) return listening;
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) {
     const std::string why = std::strerror(errno);

@@ -3,22 +3,24 @@ from kolo._abi import OK, _C
 from kolo._errors import error_for
 
 
-# What this kolo was built with, by Horovod's names. kolo always negotiates and moves CPU tensors
-# over MPI; it has no Gloo, ROCm, DDL or oneCCL.
+# What this kolo was built with, and which world the ranks formed, by Horovod's names. kolo always links
+# MPI; the Gloo world is built where Gloo was found (KOLO_WITH_GLOO); it has no ROCm, DDL or oneCCL.
 def mpi_built():
     return True
 
 
 def mpi_enabled():
-    return True
+    """Whether the ranks formed an MPI world (mpirun, kolorun, Slurm); False before init()."""
+    return _C.controller() == 1
 
 
 def gloo_built():
-    return False
+    return bool(_C.gloo_built())
 
 
 def gloo_enabled():
-    return False
+    """Whether the ranks formed a Gloo world (kolorun --gloo, torchrun, any launcher); False before init()."""
+    return _C.controller() == 2
 
 
 def nccl_built():

@@ -16,6 +16,8 @@ void register_queries(py::module_& m) {
   m.def("is_homogeneous", [] { return kolo_is_homogeneous() != 0; });
   m.def("cuda_built", [] { return kolo_cuda_built() != 0; });
   m.def("nccl_built", &kolo_nccl_built);
+  m.def("gloo_built", &kolo_gloo_built);
+  m.def("controller", &kolo_controller);
   m.def("version", [] { return std::string(kolo_version()); });
   m.def("build_summary", [] { return std::string(kolo_build_summary()); });
   m.def("nccl_runtime", [] { return std::string(kolo_nccl_runtime()); });

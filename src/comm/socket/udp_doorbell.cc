@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "comm/socket/route.h"
 #include "common/clock.h"
 
 namespace kolo {
@@ -43,22 +44,6 @@ bool named(const std::string& only, const char* name, uint32_t address) {
     if ((address & mask) == (net.s_addr & mask)) return true;
   }
   return false;
-}
-
-// The address this host's routing sends from to `to` (connecting a UDP socket sends nothing); 0 where
-// there is no route.
-uint32_t source_address_towards(uint32_t to) {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in peer = nowhere();
-  peer.sin_addr.s_addr = to;
-  peer.sin_port = htons(9);
-  sockaddr_in mine = nowhere();
-  socklen_t length = sizeof mine;
-  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&peer), sizeof peer) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) == 0;
-  ::close(fd);
-  return ok ? mine.sin_addr.s_addr : 0;
 }
 
 }  // namespace

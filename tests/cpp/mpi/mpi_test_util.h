@@ -116,6 +116,10 @@ class ScopedSettings {
   }
 };
 
+// Whether kolo may run collectives on several threads at once (callers driving their ops, process sets):
+// under MPI where it gave MPI_THREAD_MULTIPLE, always under Gloo.
+inline bool threads_multiple() { return mpi_threads_supported() || controller() == "gloo"; }
+
 inline const std::vector<DataType>& all_dtypes() {
   // Every dtype whose reductions are arithmetic (bool, whose are logical, is tested on its own).
   static const std::vector<DataType> d = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,

@@ -52,7 +52,7 @@ TEST(SmallOps, EachRankLateInTurnGetsTheExactSum) {
 }
 
 TEST(CallerDrives, ABlockingCallAloneRunsOnTheCallersThread) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   const std::thread::id me = std::this_thread::get_id();
   // The first is negotiated and runs its own allreduce; cached, it rides.
   for (int i = 0; i < 20; ++i) EXPECT_EQ(reduce_on("drives.blocking", true), me);
@@ -71,7 +71,7 @@ void expect_summed(const Buffer& b) {
 }
 
 TEST(CallerDrives, AnAsyncOpsWaitRunsItOnTheWaitingThread) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   const std::thread::id me = std::this_thread::get_id();
   // While kolo's thread is held in a cycle, the op stays new: its wait finds it untaken and drives it.
   for (int i = 0; i < 3; ++i) {
@@ -103,7 +103,7 @@ TEST(CallerDrives, AnAsyncOpsWaitRunsItOnTheWaitingThread) {
 }
 
 TEST(CallerDrives, ASmallAsyncOpWaitedForWithinTheCycleTimeRunsOnTheWaitingThread) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   // Its push leaves kolo's thread asleep for up to the cycle time (here long): the wait takes it over.
   ScopedSettings long_cycles(Settings{{"KOLO_CYCLE_TIME_MS", "3000"}});
   const std::thread::id me = std::this_thread::get_id();
@@ -123,7 +123,7 @@ TEST(CallerDrives, ASmallAsyncOpWaitedForWithinTheCycleTimeRunsOnTheWaitingThrea
 }
 
 TEST(CallerDrives, AnAsyncOpEndedBeforeItsWaitIsKolosThreads) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   const std::thread::id me = std::this_thread::get_id();
   for (int i = 0; i < 3; ++i) {
     Buffer b(DataType::kFloat32, {3});
@@ -152,7 +152,7 @@ TEST(CallerDrives, AWaitWithATimeoutGivesUpOnTimeThenAWaitEndsIt) {
 }
 
 TEST(CallerDrives, AnOpOverSixtyFourKibRunsOnKolosThread) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   ScopedSettings through_mpi(Settings{{"KOLO_SHARED_MEMORY", "0"}});
   // Too large to ride, but its nonblocking allreduce gives up on a lost peer: the caller's.
   for (int i = 0; i < 3; ++i) EXPECT_EQ(reduce_on("drives.medium", true, 16384), std::this_thread::get_id());
@@ -162,7 +162,7 @@ TEST(CallerDrives, AnOpOverSixtyFourKibRunsOnKolosThread) {
 }
 
 TEST(CallerDrives, ThroughSharedMemoryEverySizeRunsOnTheCallersThread) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   if (size() < 2 || local_size() != size()) GTEST_SKIP() << "needs 2 ranks or more, every one on this host";
   // Every wait of the shared-memory allreduce gives up on a lost peer, whatever its size.
   for (int64_t elements : {3, 16385, 1 << 20}) {
@@ -171,7 +171,7 @@ TEST(CallerDrives, ThroughSharedMemoryEverySizeRunsOnTheCallersThread) {
 }
 
 TEST(CallerDrives, BesideAnotherOpInFlightTheCallerStillRunsIt) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
   // Rank 0's other op stays in flight until the others submit it, after the blocking call: rank 0's
   // caller runs the cycles meanwhile, and leaves the other op to kolo's thread.
@@ -190,7 +190,7 @@ TEST(CallerDrives, BesideAnotherOpInFlightTheCallerStillRunsIt) {
 }
 
 TEST(CallerDrives, OpsInFlightOnEveryRankEndBesideTheDrivenOne) {
-  if (!mpi_threads_supported()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  if (!testing::threads_multiple()) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
   // Async ops every rank has submitted, the last of them larger than a rider: the caller's cycles may
   // run them with its own (fused), or kolo's thread does; each exact either way.
   for (int i = 0; i < 5; ++i) {

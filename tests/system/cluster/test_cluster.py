@@ -64,6 +64,52 @@ def test_flat_allreduce_is_exact_across_hosts():
     assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
 
 
+def gloo_built():
+    return "[X] Gloo" in subprocess.run([str(BUILD / "bin" / "kolorun"), "--check-build"], capture_output=True,
+                                        text=True).stdout
+
+
+# The Gloo world's variables for mpirun's ranks: kolo forms a Gloo world (rank 0, on the first host, serves the
+# store), mpirun only starts the processes and gives the suite's few MPI side channels.
+GLOO = "-x KOLO_CONTROLLER=gloo -x MASTER_ADDR=$(echo $CLUSTER_HOSTS | cut -d, -f1) -x MASTER_PORT=29881"
+
+
+@pytest.mark.skipif(not gloo_built(), reason="this kolo was built without Gloo")
+@pytest.mark.parametrize("hierarchical", ["1", "0"])
+def test_every_collective_is_exact_across_hosts_in_the_gloo_world(hierarchical):
+    # The MPI suite's collectives in the Gloo world on 2 hosts x 2 ranks: Gloo's TCP connections between the
+    # hosts, the host's shared memory inside each; hierarchical and flat.
+    stress = "Allreduce.ManyInFlightSmallSegmentsEverythingPacked:Allreduce.ManyInFlightSmallFusionBufferAndZeroCopy"
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 4 -H %s --map-by slot -x CLUSTER_HOST_COUNT=2 %s "
+                     "-x KOLO_HIERARCHICAL_ALLREDUCE=%s %s --gtest_filter=-%s"
+                     % (HOSTS, GLOO, hierarchical, BUILD / "tests" / "kolo_mpi_tests", stress),
+                     env=dict(os.environ, CLUSTER_HOST_COUNT="2"))
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
+
+
+@pytest.mark.skipif(not gloo_built(), reason="this kolo was built without Gloo")
+def test_hierarchical_allreduce_on_three_hosts_in_the_gloo_world():
+    # 3 hosts x 1 rank: kolo's ring over the hosts, on its lane, over Gloo's connections.
+    job = on_cluster("mpirun $CLUSTER_MPIRUN_ARGS -np 3 -H \"$(echo $CLUSTER_HOSTS | sed \"s/,/:1,/g\"):1\" "
+                     "--map-by slot %s %s --gtest_filter=Allreduce.Hierarchical*"
+                     % (GLOO, BUILD / "tests" / "kolo_mpi_tests"), hosts=3)
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    assert "[  PASSED  ]" in job.stdout and "FAILED" not in job.stdout
+
+
+@pytest.mark.skipif(not gloo_built() or not (BUILD / "python" / "kolo").exists(), reason="needs Gloo and kolo.torch")
+def test_kolorun_gloo_trains_the_example_across_hosts_without_mpirun():
+    # kolorun --gloo reaches the other host through the agent (as through ssh), serves the store on this
+    # machine's address in the hosts' subnet, and the ranks train as under mpirun.
+    command = ("%s --gloo -np 4 -H %s --rsh-agent $CLUSTER_AGENT %s %s"
+               % (BUILD / "bin" / "kolorun", HOSTS, sys.executable, ROOT / "examples" / "pytorch" / "digits_kolo.py"))
+    job = on_cluster(command, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    accuracy = float(job.stdout.strip().splitlines()[-1].rsplit(" ", 1)[1])
+    assert accuracy >= 0.96, job.stdout
+
+
 @pytest.mark.parametrize("per_host,thread_level", [(1, "multiple"), (2, "multiple"), (1, "serialized")])
 def test_hierarchical_allreduce_on_three_hosts_is_exact(per_host, thread_level):
     # On 2 hosts (above) the cross-host stage of hierarchical allreduce is a pairwise exchange; on more,

@@ -79,15 +79,16 @@ TEST(KolorunHorovodrun, MpirunsShareOfTheOptions) {
 }
 
 TEST(KolorunHorovodrun, WhatKoloDoesNotHaveReachesTheRanksAsHorovodsVariable) {
-  // Rank 0 then says, once, that each means nothing in kolo (or nothing, where kolo does it anyway).
+  // Rank 0 then says, once, that each means nothing in kolo (or nothing, where kolo does it anyway). --gloo,
+  // --mpi and --gloo-timeout-seconds are kolo's own (KOLO_CONTROLLER, KOLO_GLOO_TIMEOUT_SECONDS).
   EXPECT_EQ(translate({"-np", "1", "--torus-allreduce", "--mpi-threads-disable", "--num-nccl-streams", "2",
                        "--thread-affinity", "0", "--gloo-timeout-seconds", "30", "--log-without-timestamp", "--gloo",
                        "--no-hierarchical-allgather", "--no-autotune", "--timeline-mark-cycles", "./t"})
                 .env,
             "HOROVOD_TORUS_ALLREDUCE=1 HOROVOD_MPI_THREADS_DISABLE=1 HOROVOD_NUM_NCCL_STREAMS=2 "
-            "HOROVOD_THREAD_AFFINITY=0 HOROVOD_GLOO_TIMEOUT_SECONDS=30 HOROVOD_LOG_HIDE_TIME=1 "
-            "HOROVOD_CONTROLLER=gloo KOLO_HIERARCHICAL_ALLGATHER=0 KOLO_AUTOTUNE=0 KOLO_TIMELINE_MARK_CYCLES=1");
-  EXPECT_EQ(translate({"-np", "1", "--disable-cache", "--stall-check", "--mpi", "./t"}).env, "HOROVOD_CONTROLLER=mpi");
+            "HOROVOD_THREAD_AFFINITY=0 KOLO_GLOO_TIMEOUT_SECONDS=30 HOROVOD_LOG_HIDE_TIME=1 "
+            "KOLO_CONTROLLER=gloo KOLO_HIERARCHICAL_ALLGATHER=0 KOLO_AUTOTUNE=0 KOLO_TIMELINE_MARK_CYCLES=1");
+  EXPECT_EQ(translate({"-np", "1", "--disable-cache", "--stall-check", "--mpi", "./t"}).env, "KOLO_CONTROLLER=mpi");
 }
 
 TEST(KolorunHorovodrun, LogLevelsInHorovodrunsWords) {
@@ -124,7 +125,7 @@ TEST(KolorunHorovodrun, AConfigFileSetsWhatTheCommandLineDoesNot) {
                                      "  level: FATAL\n");
   // The command line's --cycle-time-ms wins over the file's; a disabled stall check over its time.
   EXPECT_EQ(translate({"-np", "1", "--config-file", path, "--cycle-time-ms", "3", "./t"}).env,
-            "HOROVOD_CONTROLLER=mpi KOLO_FUSION_THRESHOLD_BYTES=33554432 KOLO_CACHE_CAPACITY=2048 "
+            "KOLO_CONTROLLER=mpi KOLO_FUSION_THRESHOLD_BYTES=33554432 KOLO_CACHE_CAPACITY=2048 "
             "KOLO_HIERARCHICAL_ALLREDUCE=0 KOLO_HIERARCHICAL_ALLGATHER=1 KOLO_AUTOTUNE=1 "
             "KOLO_AUTOTUNE_LOG=/tmp/tune #1.csv KOLO_TIMELINE=/tmp/timeline.json KOLO_TIMELINE_MARK_CYCLES=1 "
             "HOROVOD_NUM_NCCL_STREAMS=2 KOLO_LOG_LEVEL=error KOLO_STALL_CHECK_SECONDS=0 KOLO_CYCLE_TIME_MS=3");

@@ -104,7 +104,7 @@ def test_a_horovodrun_command_line_runs_as_it_is(tmp_path):
     config = tmp_path / "horovod.yaml"
     config.write_text("params:\n  cycle_time_ms: 2\ntimeline:\n  filename: %s\nlogging:\n  level: INFO\n" % timeline)
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
-    job = kolorun("-np", "2", "--config-file", str(config), "--num-nccl-streams", "2", "--gloo", "--disable-cache",
+    job = kolorun("-np", "2", "--config-file", str(config), "--num-nccl-streams", "2", "--mpi", "--disable-cache",
                   "--no-mpi-threads-disable", "--output-filename", str(tmp_path / "out"), sys.executable, "-c",
                   HOROVOD_SCRIPT, env=env, timeout=120)
     assert job.returncode == 0, job.stdout + job.stderr
@@ -112,7 +112,6 @@ def test_a_horovodrun_command_line_runs_as_it_is(tmp_path):
     logs = "".join(p.read_text() for p in sorted((tmp_path / "out").rglob("stderr")))
     assert "[kolo 0] INFO: initialized: rank 0 of 2" in logs, logs
     assert logs.count("HOROVOD_NUM_NCCL_STREAMS=2 has no meaning in kolo, ignored: kolo has no such setting") == 1, logs
-    assert logs.count("HOROVOD_CONTROLLER=gloo has no meaning in kolo, ignored: kolo negotiates over MPI") == 1, logs
     assert "HOROVOD_MPI_THREADS_DISABLE" not in logs  # off is what kolo does: nothing to say
 
 

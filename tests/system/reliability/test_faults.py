@@ -263,8 +263,16 @@ SOCKET_CALLS = {"socket", "socketpair", "bind", "listen", "accept", "accept4", "
                 "sendto", "sendmsg", "sendmmsg", "recv", "recvfrom", "recvmsg", "recvmmsg", "setsockopt",
                 "getsockname", "getpeername"}
 # What docs/faults-and-security.md lists as kolo's own: the doorbell's UDP socket (socket, bind, getsockname;
-# sendto and recv for its datagrams; connect on a socket that sends nothing, to ask routing which address to bind).
-KOLO_SOCKET_CALLS = {"udp_doorbell.cc.o": {"socket", "bind", "getsockname", "connect", "sendto", "recv"}}
+# sendto and recv for its datagrams); a UDP socket that sends nothing, connected to ask routing which address
+# this host reaches another through (route.cc); and the Gloo world's key-value store: rank 0's server of a bare
+# launch (bind, listen, accept) and every rank's client (connect), TCP both.
+KOLO_SOCKET_CALLS = {
+    "udp_doorbell.cc.o": {"socket", "bind", "getsockname", "sendto", "recv"},
+    "route.cc.o": {"socket", "connect", "getsockname", "getaddrinfo"},
+    "listening_socket.cc.o": {"socket", "bind", "listen", "getaddrinfo", "getsockname", "setsockopt"},
+    "tcp_store_server.cc.o": {"accept4", "send", "recv", "setsockopt"},
+    "store_socket.cc.o": {"socket", "connect", "getaddrinfo", "setsockopt", "send", "recv"},
+}
 # CUDA's runtime, linked statically into a GPU build, brings its own (unix-domain sockets for its IPC); kolo
 # calls none of that code.
 CUDA_RUNTIME_SOCKET_CALLS = {"socket", "socketpair", "bind", "listen", "accept", "connect", "sendmsg", "recvmsg",

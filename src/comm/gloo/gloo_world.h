@@ -1,0 +1,62 @@
+// The Gloo world (comm/world.h): ranks started by any launcher (kolorun --gloo, torchrun, Ray, a Kubernetes
+// pod, a shell loop) meet through a key-value store (rendezvous.h), connect over Gloo's TCP transport
+// (gloo_mesh.h), and run kolo's own collectives over it (comm/host/), the host's shared memory inside each
+// host as under MPI. No MPI anywhere in the process. The peer watch goes through the store
+// (gloo_peer_watch.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/gloo/gloo_group.h"
+#include "comm/gloo/gloo_mesh.h"
+#include "comm/gloo/rendezvous.h"
+#include "comm/launcher_env.h"
+#include "comm/world.h"
+
+namespace kolo {
+
+struct GlooWorldOptions {
+  double timeout_seconds = 120;  // the start's bound (KOLO_GLOO_TIMEOUT_SECONDS)
+  std::string iface;             // KOLO_GLOO_IFACE
+};
+
+class GlooWorld : public World {
+ public:
+  // Collective over the job's ranks, as the launcher's variables describe them.
+  static Status open(const LauncherEnv& env, const GlooWorldOptions& options, std::unique_ptr<GlooWorld>* out);
+  ~GlooWorld() override;
+
+  const char* name() const override { return "Gloo"; }
+  int rank() const override { return rendezvous_.rank; }
+  int size() const override { return rendezvous_.size; }
+  bool threads_multiple(std::string* why_not) const override { return true; }
+  Status open_job_context(const ContextOptions& options, std::unique_ptr<Context>* out) override;
+  Status open_sets() override;
+  Group& sets() override { return *sets_; }
+  void close_sets(bool peer_lost) override { sets_.reset(); }
+  Status open_set_context(const std::vector<int>& ranks, const ContextOptions& options,
+                          std::unique_ptr<Context>* out) override;
+  Status start_watch(double timeout_seconds, PeerWatch::OnLost on_lost, std::unique_ptr<PeerWatch>* out) override;
+  std::string not_in_place() const override;
+  Status shrink_to_survivors(std::vector<int>* survivors) override;
+  bool agree_and(int* bits) override;
+  [[noreturn]] void abort_job() override;
+  void finish(bool peer_lost) override;
+
+ private:
+  GlooWorld() = default;
+  // Ids for a context's or a group's slots: every rank takes them in the same order (contexts and sets are
+  // made collectively over the job).
+  int take_ids(int n);
+
+  LauncherEnv env_;
+  Rendezvous rendezvous_;
+  std::shared_ptr<GlooMesh> mesh_;
+  std::unique_ptr<GlooGroup> sets_;
+  int next_id_ = 1;
+  bool watched_ = false;  // a peer watch started: every rank says goodbye through the store
+};
+
+}  // namespace kolo
