@@ -3,7 +3,9 @@
 # Debian torch 1.13 the main suite uses: a virtual environment without Debian's packages (.venv-torch2),
 # kolo from build/ (its Python module is built for Debian's Python 3.11, which the venv shares), then the
 # Python suite at 2 and 3 ranks (torch.compile's test runs here) and kolo's import-order checks
-# (tests/bindings/loading). Idempotent: an environment already there is reused.
+# (tests/bindings/loading); then the Gloo world under torchrun (tests/system/gloo/test_torchrun.py) and kolo's
+# store against torch's TCPStore both ways (test_tcp_store_torch.py). Idempotent: an environment already there
+# is reused.
 #
 #   tests/torch2.sh [BUILD_DIR]      (default build)
 set -eu
@@ -12,11 +14,12 @@ build=$(cd "${1:-build}" && pwd)
 venv=$(pwd)/.venv-torch2
 # Pinned to what was tested; a newer torch is a change of this line, tested like any other.
 torch_version=2.15.0
-if ! "$venv/bin/python" -c "import torch, numpy, pytest, pytest_timeout; assert torch.__version__.startswith('$torch_version')" \
+if ! "$venv/bin/python" -c "import torch, numpy, pytest, pytest_timeout, sklearn; assert torch.__version__.startswith('$torch_version')" \
     >/dev/null 2>&1; then
   echo "installing torch $torch_version from PyPI into .venv-torch2"
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy pytest pytest-timeout
+  "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy pytest pytest-timeout \
+    scikit-learn
 fi
 "$venv/bin/python" -c "import torch; print('torch', torch.__version__)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$build/python"
@@ -27,3 +30,7 @@ KOLO_LOADING_PYTHON="$venv/bin/python" timeout 300 /usr/bin/python3 -m pytest -q
 for np in 2 3; do
   timeout 600 mpirun -np $np --oversubscribe "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=180 tests/bindings/torch
 done
+if [ -x "$build/tests/kolo_store_tool" ]; then
+  KOLO_BUILD_DIR="$build" KOLO_STORE_TOOL="$build/tests/kolo_store_tool" timeout 900 "$venv/bin/python" -m pytest -q \
+    -p no:cacheprovider tests/system/gloo/test_torchrun.py tests/system/gloo/test_tcp_store_torch.py
+fi
