@@ -155,102 +155,86 @@ void end_job(const TcpStoreServer& server, const GlooStoreAddress& store, const 
   }
 }
 
-}  // namespace
-
-int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm_allocation) {
-  // mpirun's own options mean nothing without it.
+// mpirun's own options mean nothing without it: true (having said so) when one was given.
+bool refuses_mpirun_options(const LaunchOptions& options) {
   for (const auto& [given, name] : {std::pair<bool, const char*>{!options.mpi_args.empty(), "--mpi-args"},
                                     {!options.binding_args.empty(), "--binding-args"},
                                     {options.tcp, "--tcp"},
                                     {options.timestamp_output, "--prefix-output-with-timestamp"}}) {
     if (given) {
       std::cerr << "kolorun: " << name << " is mpirun's option, and kolorun --gloo starts no mpirun\n";
-      return 2;
+      return true;
     }
   }
-  const bool by_srun = in_slurm_allocation && options.hosts.empty();
-  std::vector<Host> hosts = effective_hosts(options);
-  const std::vector<GlooRank> ranks = plan_gloo_ranks(hosts, options.num_proc, machine.hostname);
-  GlooStoreAddress store;
-  store.host = by_srun ? source_address_towards("8.8.8.8") : store_host(ranks);
-  if (store.host.empty()) store.host = machine.hostname;
-  store.token = random_hex();
-  store.job_id = "kolorun-" + random_hex().substr(0, 12);
-  const std::string dir = current_dir();
+  return false;
+}
 
-  if (options.dry_run) {
-    std::cout << "kolorun --gloo: serves the job's store on " << store.host << " (port chosen at start); "
-              << (by_srun ? "srun -n " + std::to_string(options.num_proc) : std::to_string(ranks.size()) + " ranks")
+void print_plan(const LaunchOptions& options, const std::vector<GlooRank>& ranks, const GlooStoreAddress& store,
+                bool by_srun, const std::string& dir) {
+  std::cout << "kolorun --gloo: serves the job's store on " << store.host << " (port chosen at start); "
+            << (by_srun ? "srun -n " + std::to_string(options.num_proc) : std::to_string(ranks.size()) + " ranks")
+            << "\n";
+  if (by_srun) return;
+  for (const GlooRank& r : ranks) {
+    std::cout << "rank " << r.rank << " on " << r.host << (r.local ? " (here)" : "") << ": "
+              << shell_join(r.local ? options.command : remote_rank_argv(options, r.host, dir, options.command))
               << "\n";
-    for (const GlooRank& r : ranks) {
-      if (by_srun) break;
-      std::cout << "rank " << r.rank << " on " << r.host << (r.local ? " (here)" : "") << ": "
-                << shell_join(r.local ? options.command : remote_rank_argv(options, r.host, dir, options.command))
-                << "\n";
-    }
-    return 0;
   }
+}
 
-  std::unique_ptr<TcpStoreServer> server;
-  const Status started = TcpStoreServer::start(store.host == "127.0.0.1" ? "127.0.0.1" : "0.0.0.0", 0, store.token,
-                                               &server);
-  if (!started.ok()) {
-    std::cerr << "kolorun: " << started.message() << "\n";
-    return 2;
+// One srun for every rank: each reads its rank from Slurm (SLURM_PROCID), the store from here.
+bool start_by_srun(const LaunchOptions& options, const GlooStoreAddress& store, std::vector<Running>* running) {
+  GlooRank any;
+  std::vector<std::pair<std::string, std::string>> job_env;
+  for (const auto& kv : gloo_rank_environment(options, any, options.num_proc, store)) {
+    if (kv.first != "RANK" && kv.first != "LOCAL_RANK" && kv.first != "LOCAL_WORLD_SIZE") job_env.push_back(kv);
   }
-  store.port = server->port();
-  install_stop_handlers();
-  std::vector<Running> running;
+  std::vector<std::string> argv = {"srun", "--ntasks=" + std::to_string(options.num_proc), "--kill-on-bad-exit=1"};
+  argv.insert(argv.end(), options.command.begin(), options.command.end());
   std::string error;
-  if (by_srun) {
-    // One srun for every rank: each reads its rank from Slurm (SLURM_PROCID), the store from here.
-    GlooRank any;
-    std::vector<std::pair<std::string, std::string>> env = gloo_rank_environment(options, any, options.num_proc, store);
-    std::vector<std::pair<std::string, std::string>> job_env;
-    for (const auto& kv : env) {
-      if (kv.first != "RANK" && kv.first != "LOCAL_RANK" && kv.first != "LOCAL_WORLD_SIZE") job_env.push_back(kv);
-    }
-    std::vector<std::string> argv = {"srun", "--ntasks=" + std::to_string(options.num_proc), "--kill-on-bad-exit=1"};
-    argv.insert(argv.end(), options.command.begin(), options.command.end());
-    const pid_t pid = spawn(argv, job_env, "", "", &error);
+  const pid_t pid = spawn(argv, job_env, "", "", &error);
+  if (pid < 0) {
+    std::cerr << "kolorun: cannot start srun: " << error << "\n";
+    return false;
+  }
+  running->push_back({pid, -1, "the allocation"});
+  return true;
+}
+
+// A remote rank's environment, written to its agent's stdin: the launching environment, as mpirun forwards it
+// (forwarded_environment.h), then the rank's own.
+std::string remote_environment_lines(const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string lines;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (forwarded_to_ranks(name) && entry.find('\n') == std::string::npos) lines += entry + "\n";
+  }
+  for (const auto& kv : env) lines += kv.first + "=" + kv.second + "\n";
+  return lines + "\n";
+}
+
+bool start_each_rank(const LaunchOptions& options, const Machine& machine, const std::vector<GlooRank>& ranks,
+                     const GlooStoreAddress& store, const std::string& dir, std::vector<Running>* running) {
+  for (const GlooRank& r : ranks) {
+    const auto env = gloo_rank_environment(options, r, static_cast<int>(ranks.size()), store);
+    const std::string output_dir = rank_output_dir(options.output_filename, r.rank);
+    std::string error;
+    const pid_t pid = r.local ? spawn(options.command, env, "", output_dir, &error)
+                              : spawn(remote_rank_argv(options, r.host, dir, options.command), {},
+                                      remote_environment_lines(env), output_dir, &error);
     if (pid < 0) {
-      std::cerr << "kolorun: cannot start srun: " << error << "\n";
-      return 2;
+      std::cerr << "kolorun: cannot start rank " << r.rank << " on " << r.host << ": " << error << "\n";
+      for (const Running& p : *running) kill(p.pid, SIGKILL);
+      return false;
     }
-    running.push_back({pid, -1, "the allocation"});
-  } else {
-    for (const GlooRank& r : ranks) {
-      const auto env = gloo_rank_environment(options, r, static_cast<int>(ranks.size()), store);
-      pid_t pid = -1;
-      const std::string output_dir = rank_output_dir(options.output_filename, r.rank);
-      if (r.local) {
-        pid = spawn(options.command, env, "", output_dir, &error);
-      } else {
-        // The launching environment goes too, as to mpirun's remote ranks (forwarded_environment.h), then the
-        // rank's own.
-        std::string lines;
-        for (char** e = environ; *e != nullptr; ++e) {
-          const std::string entry = *e;
-          const std::string name = entry.substr(0, entry.find('='));
-          if (forwarded_to_ranks(name) && entry.find('\n') == std::string::npos) lines += entry + "\n";
-        }
-        for (const auto& kv : env) lines += kv.first + "=" + kv.second + "\n";
-        lines += "\n";
-        pid = spawn(remote_rank_argv(options, r.host, dir, options.command), {}, lines, output_dir, &error);
-      }
-      if (pid < 0) {
-        std::cerr << "kolorun: cannot start rank " << r.rank << " on " << r.host << ": " << error << "\n";
-        for (const Running& p : running) kill(p.pid, SIGKILL);
-        return 2;
-      }
-      running.push_back({pid, r.rank, r.local ? machine.hostname : r.host});
-    }
+    running->push_back({pid, r.rank, r.local ? machine.hostname : r.host});
   }
-  if (options.verbose) {
-    std::cerr << "kolorun: " << running.size() << " process(es) started; the job's store at " << store.host << ":"
-              << store.port << "\n";
-  }
-  // Watch: the first rank to fail (or a stop signal) ends the job; otherwise all end, and so does the job.
+  return true;
+}
+
+// The first rank to fail (or a stop signal) ends the job; otherwise all end, and so does the job.
+int watch_ranks(const std::vector<Running>& running, const TcpStoreServer& server, const GlooStoreAddress& store) {
   std::map<pid_t, const Running*> alive;
   for (const Running& p : running) alive[p.pid] = &p;
   int result = 0;
@@ -267,7 +251,7 @@ int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm
                   << pid << " on " << p->host << ") " << exit_text(status) << ": ending the job\n";
         result = exit_code(status);
         stopping_since = now();
-        end_job(*server, store, "rank " + std::to_string(p->rank) + " " + exit_text(status));
+        end_job(server, store, "rank " + std::to_string(p->rank) + " " + exit_text(status));
         for (const auto& kv : alive) kill(-kv.first, SIGTERM);
       }
       continue;
@@ -275,7 +259,7 @@ int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm
     if (stop_signal() != 0 && stopping_since < 0) {
       result = 128 + stop_signal();
       stopping_since = now();
-      end_job(*server, store, std::string("kolorun was stopped (") + strsignal(stop_signal()) + ")");
+      end_job(server, store, std::string("kolorun was stopped (") + strsignal(stop_signal()) + ")");
       for (const auto& kv : alive) kill(-kv.first, SIGTERM);
     }
     if (stopping_since >= 0 && now() - stopping_since > kStopGraceSeconds) {
@@ -284,6 +268,44 @@ int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm
     usleep(20000);
   }
   return result;
+}
+
+}  // namespace
+
+int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm_allocation) {
+  if (refuses_mpirun_options(options)) return 2;
+  const bool by_srun = in_slurm_allocation && options.hosts.empty();
+  std::vector<Host> hosts = effective_hosts(options);
+  const std::vector<GlooRank> ranks = plan_gloo_ranks(hosts, options.num_proc, machine.hostname);
+  GlooStoreAddress store;
+  store.host = by_srun ? source_address_towards("8.8.8.8") : store_host(ranks);
+  if (store.host.empty()) store.host = machine.hostname;
+  store.token = random_hex();
+  store.job_id = "kolorun-" + random_hex().substr(0, 12);
+  const std::string dir = current_dir();
+  if (options.dry_run) {
+    print_plan(options, ranks, store, by_srun, dir);
+    return 0;
+  }
+  std::unique_ptr<TcpStoreServer> server;
+  const Status started = TcpStoreServer::start(store.host == "127.0.0.1" ? "127.0.0.1" : "0.0.0.0", 0, store.token,
+                                               &server);
+  if (!started.ok()) {
+    std::cerr << "kolorun: " << started.message() << "\n";
+    return 2;
+  }
+  store.port = server->port();
+  install_stop_handlers();
+  std::vector<Running> running;
+  if (by_srun ? !start_by_srun(options, store, &running)
+              : !start_each_rank(options, machine, ranks, store, dir, &running)) {
+    return 2;
+  }
+  if (options.verbose) {
+    std::cerr << "kolorun: " << running.size() << " process(es) started; the job's store at " << store.host << ":"
+              << store.port << "\n";
+  }
+  return watch_ranks(running, *server, store);
 }
 
 }  // namespace launcher

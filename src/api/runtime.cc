@@ -24,7 +24,9 @@ void Runtime::at_exit() {
   std::lock_guard<std::mutex> lock(r.mu_);
   // After a lost peer MPI_Finalize would wait for it forever: the process ends without it, and
   // mpirun ends the job (the lost process included).
-  if (r.world_) r.world_->finish(!r.faults_.lost().ok());
+  for (auto& world : r.worlds_) {
+    if (world) world->finish(!r.faults_.lost().ok());
+  }
 }
 
 namespace {

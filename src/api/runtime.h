@@ -118,15 +118,18 @@ class Runtime {
   Status start_instance(InstanceStart start, std::shared_ptr<Instance>* out);
   void stop_instance(const std::shared_ptr<Instance>& instance);
 
-  // Opens the world (once per process) and, where it survives a loss in place, hooks the fault domain
-  // to its failures. Called with mu_ held.
+  // Opens the world init() asks for (once per process and kind) and, where it survives a loss in place,
+  // hooks the fault domain to its failures. Called with mu_ held.
   Status open_world(const Config& config);
   ContextOptions context_options(const Config& config) const;
   // The job's instance (set 0), or null when not initialized. Called with mu_ held.
   Instance* job();
 
   std::mutex mu_;
-  std::unique_ptr<World> world_;
+  // The worlds opened in this process (MPI's, Gloo's), each for the process's life, and the one the job runs
+  // over now (init() may ask for the other: KOLO_CONTROLLER among its settings).
+  std::unique_ptr<World> worlds_[2];  // [0] MPI, [1] Gloo
+  World* world_ = nullptr;
   std::shared_ptr<DeviceBackend> backend_;
   bool backend_chosen_ = false;
   HandleTable handles_;

@@ -15,12 +15,21 @@ namespace kolo {
 Status Runtime::open_world(const Config& config) {
   // Called with mu_ held. The world lives as long as the process: MPI cannot start twice, and a Gloo world's
   // ranks keep their connections across shutdown() and init().
-  if (world_) return Status::OK();
-  Status s = open_world_for(config, &world_);
+  LauncherEnv env;
+  bool gloo = false;
+  Status s = world_kind(config, &env, &gloo);
   if (!s.ok()) return s;
+  std::unique_ptr<World>& world = worlds_[gloo ? 1 : 0];
+  if (!world) {
+    s = open_world_of(gloo, env, config, &world);
+    if (!s.ok()) return s;
+  }
+  world_ = world.get();
   faults_.set_not_in_place(world_->not_in_place());
   if (world_->not_in_place().empty()) {
     set_peer_failure_hook([this](const std::string& what) { faults_.peers_failed(what); });
+  } else {
+    set_peer_failure_hook(nullptr);
   }
   return Status::OK();
 }
@@ -88,7 +97,7 @@ Status Runtime::recover_in_place() {
   // Its communicators, the lost peers in them, are shrunk to the survivors for the next GPU context
   // where they can be, and aborted now, not at the process's end (where destroying them would first
   // wait for the lost peers).
-  World* world = world_.get();
+  World* world = world_;
   const Survivors agreed{survivors, [world](int* bits) { return world->agree_and(bits); },
                          [world] { world->progress(); }};
   SurvivingComms carried = shrink_device_comms(device.get(), agreed, why);

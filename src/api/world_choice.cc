@@ -48,25 +48,30 @@ WorldChoice choose_world(Config::Controller controller, const LauncherEnv& env, 
   return c;
 }
 
-Status open_world_for(const Config& config, std::unique_ptr<World>* out) {
-  LauncherEnv env;
-  Status s = read_launcher_env([](const char* name) { return std::getenv(name); }, &env);
+Status world_kind(const Config& config, LauncherEnv* env, bool* gloo) {
+  Status s = read_launcher_env([](const char* name) { return std::getenv(name); }, env);
   if (!s.ok()) return Status(s.code(), "init(): " + s.message());
-  const WorldChoice choice = choose_world(config.controller, env, gloo_built());
-  if (!choice.refusal.ok()) return choice.refusal;
-  const bool gloo = choice.gloo;
+  const WorldChoice choice = choose_world(config.controller, *env, gloo_built());
+  *gloo = choice.gloo;
+  return choice.refusal;
+}
+
+Status open_world_of(bool gloo, const LauncherEnv& env, const Config& config, std::unique_ptr<World>* out) {
   const std::string launched = env.kind == LauncherEnv::Kind::kNone ? std::string() : " (started by " + env.name + ")";
 #if KOLO_HAVE_GLOO
   if (gloo) {
     std::unique_ptr<GlooWorld> world;
-    s = GlooWorld::open(env, GlooWorldOptions{config.gloo_timeout_seconds, config.gloo_iface}, &world);
+    Status s = GlooWorld::open(env, GlooWorldOptions{config.gloo_timeout_seconds, config.gloo_iface}, &world);
     if (!s.ok()) return s;
     *out = std::move(world);
     return Status::OK();
   }
+#else
+  (void)gloo;
+  (void)config;
 #endif
   std::unique_ptr<MpiWorld> world;
-  s = MpiWorld::open(&world);
+  Status s = MpiWorld::open(&world);
   if (!s.ok()) return s;
   if (env.size > 0 && env.size != world->size()) {
     return Status::InvalidArgument("init() on rank " + std::to_string(world->rank()) + ": " + env.name + " says " +

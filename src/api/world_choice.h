@@ -21,7 +21,9 @@ struct WorldChoice {
   Status refusal;
 };
 WorldChoice choose_world(Config::Controller controller, const LauncherEnv& env, bool gloo_built);
-// Collective over the job's ranks.
-Status open_world_for(const Config& config, std::unique_ptr<World>* out);
+// Which world `config` and the process's launcher (read into *env) ask for: *gloo, or why none can start.
+Status world_kind(const Config& config, LauncherEnv* env, bool* gloo);
+// Opens it. Collective over the job's ranks.
+Status open_world_of(bool gloo, const LauncherEnv& env, const Config& config, std::unique_ptr<World>* out);
 
 }  // namespace kolo

@@ -156,29 +156,37 @@ Status rendezvous(const LauncherEnv& env, double timeout_seconds, Rendezvous* ou
   s = store.set(out->prefix + "info/" + std::to_string(out->rank), info.str());
   if (!s.ok()) return s;
 
-  // Every rank's place, waited for in slices so that a slow start is named while it lasts.
+  // Every rank's place, waited for in slices so that a slow start is named while it lasts, and named still
+  // when rank 0, serving the store, gives up first and takes the store with it.
   std::vector<std::string> keys;
   for (int r = 0; r < out->size; ++r) keys.push_back(out->prefix + "info/" + std::to_string(r));
   std::vector<std::string> infos;
+  std::string missing_text;
   bool said = false;
+  const auto started_waiting = Clock::now();
   while (true) {
-    const auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(10));
+    const auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(1));
     s = store.multi_get(keys, slice, &infos);
     if (s.ok()) break;
-    if (s.code() != StatusCode::kTimeout) return s;
+    const std::string rank_text = "init() on rank " + std::to_string(out->rank) + ": ";
+    const std::string hint = " (KOLO_GLOO_TIMEOUT_SECONDS; a WORLD_SIZE larger than the ranks started?)" + where;
+    if (s.code() != StatusCode::kTimeout) {
+      if (missing_text.empty()) return s;
+      return Status::Timeout(rank_text + missing_text + " did not come before the store closed (" + s.message() +
+                             ")" + hint);
+    }
     std::vector<int> missing;
     for (int r = 0; r < out->size; ++r) {
       bool here = false;
       if (store.check({keys[static_cast<size_t>(r)]}, &here).ok() && !here) missing.push_back(r);
     }
-    const std::string text = list_text(missing) + " of " + std::to_string(out->size);
+    missing_text = list_text(missing) + " of " + std::to_string(out->size);
     if (Clock::now() >= deadline) {
-      return Status::Timeout("init() on rank " + std::to_string(out->rank) + ": " + text + " did not come within " +
-                             seconds_text(timeout_seconds) + " s (KOLO_GLOO_TIMEOUT_SECONDS; a WORLD_SIZE larger than "
-                             "the ranks started?)" + where);
+      return Status::Timeout(rank_text + missing_text + " did not come within " + seconds_text(timeout_seconds) +
+                             " s" + hint);
     }
-    if (!said && out->rank == 0) {
-      KOLO_LOG(kWarning, "init(): waiting for " << text << " to start" << where);
+    if (!said && out->rank == 0 && Clock::now() - started_waiting >= std::chrono::seconds(10)) {
+      KOLO_LOG(kWarning, "init(): waiting for " << missing_text << " to start" << where);
       said = true;
     }
   }

@@ -73,6 +73,22 @@ TEST(Lifecycle, OpsAfterShutdownFailAndInitAgainWorks) {
   EXPECT_TRUE(allreduce("after.reinit", b.view(), b.view()).ok());
 }
 
+// init() may ask for the other world after shutdown() (KOLO_CONTROLLER among its settings): the job runs over
+// it, with exact results, and back. Where the store's address is given (the gloo_npN runs).
+TEST(Lifecycle, InitCanSwitchBetweenTheMpiAndGlooWorlds) {
+  if (!build_info().gloo) GTEST_SKIP() << "this kolo was built without Gloo";
+  if (std::getenv("MASTER_ADDR") == nullptr) GTEST_SKIP() << "no MASTER_ADDR/MASTER_PORT for a Gloo world's store";
+  for (const char* world : {"mpi", "gloo", "mpi"}) {
+    ScopedSettings in(Settings{{"KOLO_CONTROLLER", world}});
+    EXPECT_EQ(controller(), world);
+    float x = static_cast<float>(rank() + 1);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    ASSERT_TRUE(allreduce(std::string("switch.") + world, cpu_view(&x, {1}), cpu_view(&x, {1}), sum).ok());
+    EXPECT_EQ(x, static_cast<float>(size() * (size() + 1) / 2)) << world;
+  }
+}
+
 TEST(Lifecycle, WithoutUlfmALostPeerIsNotSurvivedInPlaceAndRecoveryIsRefused) {
   // Debian's Open MPI has no ULFM (tests/elastic_in_place.sh runs the in-place path against Open MPI 5's).
   if (build_info().mpi_ulfm && controller() == "mpi") GTEST_SKIP() << "this MPI has ULFM";
