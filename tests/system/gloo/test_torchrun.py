@@ -36,6 +36,33 @@ def test_torchrun_standalone_trains_to_one_process_weights(tmp_path):
     assert size == 2 and final == pytest.approx(accuracy, abs=2e-3)
 
 
+RESTARTED = """
+import os, sys
+import torch
+import kolo.torch as hvd
+hvd.init()
+attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+total = hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum)
+print("attempt %d rank %d of %d sum %g" % (attempt, hvd.rank(), hvd.size(), total.item()), flush=True)
+if attempt == 0 and hvd.rank() == 1:
+    os._exit(3)  # the first attempt's rank 1 fails; torchrun ends rank 0 and starts both again
+hvd.allreduce(torch.tensor([1.0]), name="second")
+hvd.shutdown()
+"""
+
+
+def test_torchrun_restarts_the_workers_and_they_meet_again_in_the_same_store(tmp_path):
+    # torchrun's agent store outlives the first attempt: the second meets under keys of its own.
+    program = tmp_path / "restarted.py"
+    program.write_text(RESTARTED)
+    job = subprocess.run(TORCHRUN + ["--standalone", "--nproc_per_node", "2", "--max-restarts", "1", str(program)],
+                         capture_output=True, text=True, timeout=300, env=clean_env())
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    for line in ("attempt 0 rank 0 of 2 sum 3", "attempt 0 rank 1 of 2 sum 3", "attempt 1 rank 0 of 2 sum 3",
+                 "attempt 1 rank 1 of 2 sum 3"):
+        assert line in job.stdout, job.stdout[-3000:] + job.stderr[-3000:]
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="emulated hosts need root and iproute2")
 def test_torchrun_on_two_emulated_hosts_meets_through_its_c10d_rendezvous(tmp_path):
     # One torchrun agent per host, each with 2 workers; the c10d rendezvous on the first host's address.
