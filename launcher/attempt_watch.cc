@@ -96,6 +96,8 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   bool ending_for_recovery = false;
   const double started_at = now();
   double next = now() + o.discovery_interval_seconds;
+  // What runs the attempt's ranks, in messages: mpirun, or kolorun --gloo's child (launcher/gloo_launch.h).
+  const std::string runner = o.gloo ? "the attempt's kolorun --gloo" : "mpirun";
   int status = 0;
   for (;;) {
     output->pump();
@@ -103,7 +105,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
     if (r == pid) {
       output->pump();  // what mpirun wrote last
       // Killed, mpirun could not remove its session directory: the next process with its pid would trip on it.
-      if (WIFSIGNALED(status)) remove_session_dir(pid);
+      if (WIFSIGNALED(status) && !o.gloo) remove_session_dir(pid);
       // Ended by kolorun after the survivors: theirs is the job's status, not mpirun's.
       if (ending_for_survivors) return W_EXITCODE(output->survivors.status(), 0);
       // A recovery given up is a failed attempt, whatever mpirun made of SIGTERM.
@@ -129,18 +131,18 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       if (ending_since == 0) {
         if (recovery_stuck && !survivors_gone) {
           say() << "a rank gave up its recovery in place (a lost peer that MPI never declared failed) "
-                << kLostPeerGraceSeconds << " s ago: ending mpirun\n";
+                << kLostPeerGraceSeconds << " s ago: ending " << runner << "\n";
           ending_for_recovery = true;
         } else if (not_started && !survivors_gone && !outlived_peer) {
           say() << "the ranks of attempt " << attempt << " have not all started within --start-timeout "
                 << o.ranks_start_timeout_seconds << " s (one frozen, or its host unreachable, in MPI's start-up?): "
-                << "ending mpirun\n";
+                << "ending " << runner << "\n";
         } else if (survivors_gone) {
           say() << "every rank left in place has exited (status " << output->survivors.status()
-                << "); mpirun still waits for a lost one (frozen, or its host cut off): ending mpirun\n";
+                << "); " << runner << " still waits for a lost one (frozen, or its host cut off): ending it\n";
         } else {
           say() << "the job has not ended " << kLostPeerGraceSeconds
-                << " s after a peer was lost (a host cut off?); ending mpirun\n";
+                << " s after a peer was lost (a host cut off?); ending " << runner << "\n";
         }
         ending_for_survivors = survivors_gone;
         kill(pid, SIGTERM);

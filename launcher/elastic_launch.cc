@@ -11,6 +11,7 @@
 
 #include "attempt_watch.h"
 #include "elastic_hosts.h"
+#include "gloo_launch.h"
 #include "host_discovery.h"
 #include "launcher_messages.h"
 #include "mpirun_process.h"
@@ -46,18 +47,26 @@ int attempt_num_proc(const LaunchOptions& o, int slots, int attempt) {
   return n;
 }
 
-MpirunCommand attempt_command(const LaunchOptions& options, const Machine& machine, const std::vector<Host>& hosts,
-                              int num_proc, const std::string& job_id, int attempt) {
+LaunchOptions attempt_options(const LaunchOptions& options, const std::vector<Host>& hosts, int num_proc,
+                              const std::string& job_id, int attempt) {
   LaunchOptions o = options;
   o.num_proc = num_proc;
   o.hosts = hosts;
+  o.discovery_script.clear();
   // As settings they are set in mpirun's environment and forwarded like every KOLO_* variable.
   o.settings.emplace_back("KOLO_ELASTIC", "1");
   o.settings.emplace_back("KOLO_ELASTIC_JOB_ID", job_id);
   o.settings.emplace_back("KOLO_ELASTIC_ATTEMPT", std::to_string(attempt));
   // In place, the survivors themselves find that too few are left (kolo.elastic ends the attempt).
   if (o.in_place) o.settings.emplace_back("KOLO_ELASTIC_MIN_NP", std::to_string(std::max(1, o.min_np)));
-  return build_mpirun_command(o, machine);
+  // The Gloo world survives in place where it is told to (MPI's, where mpirun runs with ULFM).
+  if (o.in_place && o.gloo) o.settings.emplace_back("KOLO_GLOO_IN_PLACE", "1");
+  return o;
+}
+
+MpirunCommand attempt_command(const LaunchOptions& options, const Machine& machine, const std::vector<Host>& hosts,
+                              int num_proc, const std::string& job_id, int attempt) {
+  return build_mpirun_command(attempt_options(options, hosts, num_proc, job_id, attempt), machine);
 }
 
 int run_elastic(const LaunchOptions& o, const Machine& m) {
@@ -80,15 +89,25 @@ int run_elastic(const LaunchOptions& o, const Machine& m) {
     if (attempt > 0) rediscover(o, &s);
     if (!wait_for_slots(o, min_np, &s)) return stop_signal() ? 128 + stop_signal() : 1;
     const int num_proc = attempt_num_proc(o, total_slots(s.hosts), attempt);
-    const MpirunCommand cmd = attempt_command(o, m, s.hosts, num_proc, job_id, attempt);
-    if (o.dry_run) {
-      std::cout << command_text(cmd) << "\n";
-      return 0;
-    }
-    if (o.verbose) say() << "attempt " << attempt << ": " << command_text(cmd) << "\n";
     std::string error;
     OutputWatch output;
-    const pid_t pid = start_mpirun(m.mpirun, cmd, &output.out.from, &output.err.from, &error);
+    pid_t pid = -1;
+    if (o.gloo) {
+      // The attempt is kolorun --gloo's job (launcher/gloo_launch.h) in a child process: no mpirun.
+      const LaunchOptions attempt_o = attempt_options(o, s.hosts, num_proc, job_id, attempt);
+      if (o.dry_run) return run_gloo(attempt_o, m, false);
+      if (o.verbose) say() << "attempt " << attempt << ": kolorun --gloo, " << num_proc << " ranks on " << hosts_text(s.hosts) << "\n";
+      pid = start_gloo_attempt(attempt_o, m, &output.out.from, &output.err.from, &error);
+      signal(SIGPIPE, SIG_IGN);  // as for mpirun (mpirun_process.cc)
+    } else {
+      const MpirunCommand cmd = attempt_command(o, m, s.hosts, num_proc, job_id, attempt);
+      if (o.dry_run) {
+        std::cout << command_text(cmd) << "\n";
+        return 0;
+      }
+      if (o.verbose) say() << "attempt " << attempt << ": " << command_text(cmd) << "\n";
+      pid = start_mpirun(m.mpirun, cmd, &output.out.from, &output.err.from, &error);
+    }
     if (pid < 0) {
       say() << error << "\n";
       return 2;

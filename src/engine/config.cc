@@ -79,6 +79,9 @@ const std::vector<SettingInfo>& known_settings() {
       {"KOLO_GLOO_IFACE", "(unset)",
        "The network interface (e.g. eth1) of the Gloo world's connections between hosts; unset: the one this "
        "host reaches the store through."},
+      {"KOLO_GLOO_IN_PLACE", "0",
+       "1: the Gloo world's survivors of a lost rank go on in place (kolo.elastic rolls them back to the last "
+       "commit); kolorun --gloo --in-place sets it. 0: a lost rank ends the job."},
       {"KOLO_SEGMENT_BYTES", "auto",
        "CPU collectives run in segments of this size: 4 MiB on one host (each stays in cache) and for "
        "hierarchical allreduce across hosts (its stages pipeline), 32 MiB for flat allreduce across hosts "
@@ -287,6 +290,7 @@ Status parse_config(const SettingLookup& given, Config* config, const SettingOri
   c.controller = static_cast<Config::Controller>(controller);
   p.non_negative_double("KOLO_GLOO_TIMEOUT_SECONDS", &c.gloo_timeout_seconds);
   p.text("KOLO_GLOO_IFACE", &c.gloo_iface);
+  p.boolean("KOLO_GLOO_IN_PLACE", &c.gloo_in_place);
   int join_average = c.join_average_over_contributors ? 1 : 0;
   p.choice("KOLO_JOIN_AVERAGE", {"size", "contributors"}, &join_average);
   c.join_average_over_contributors = join_average == 1;

@@ -58,6 +58,8 @@ struct Config {
   // the one this host reaches the store through).
   double gloo_timeout_seconds = 120.0;
   std::string gloo_iface;
+  // Whether the Gloo world's survivors of a lost rank go on in place (comm/gloo/survivors.h).
+  bool gloo_in_place = false;
   // Across hosts, negotiation's waits sleep on a UDP doorbell that the peer they wait for rings
   // (comm/mpi/mpi_peer_bell.h), instead of napping up to 1 ms.
   bool doorbell = true;

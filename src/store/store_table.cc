@@ -68,10 +68,14 @@ bool StoreTable::handle(uint64_t conn, const Request& r, Replies* replies) {
   return false;
 }
 
-bool StoreTable::write(uint64_t, const Request& r, Replies* replies) {
+bool StoreTable::write(uint64_t conn, const Request& r, Replies* replies) {
+  auto hold = [&](const std::string& key) {
+    if (key.find(kHeldSegment) != std::string::npos) held_[key] = conn;
+  };
   if (r.type == QueryType::kMultiSet) {
     for (size_t i = 0; i < r.keys.size(); ++i) {
       values_[r.keys[i]] = r.values[i];
+      hold(r.keys[i]);
       released(r.keys[i], replies);
     }
     return true;
@@ -82,6 +86,7 @@ bool StoreTable::write(uint64_t, const Request& r, Replies* replies) {
   } else {
     values_[key] += r.values[0];
   }
+  hold(key);
   released(key, replies);
   return true;
 }
@@ -122,7 +127,10 @@ bool StoreTable::read(uint64_t conn, const Request& r, Replies* replies) {
                                                                : tcp_store::CheckReply::kNotReady));
       break;
     case QueryType::kGetNumKeys: out = i64_bytes(static_cast<int64_t>(values_.size())); break;
-    case QueryType::kDeleteKey: out = i64_bytes(static_cast<int64_t>(values_.erase(r.keys[0]))); break;
+    case QueryType::kDeleteKey:
+      held_.erase(r.keys[0]);
+      out = i64_bytes(static_cast<int64_t>(values_.erase(r.keys[0])));
+      break;
     case QueryType::kMultiGet:
       for (const std::string& k : r.keys) {
         auto it = values_.find(k);
@@ -202,6 +210,18 @@ bool StoreTable::wait(uint64_t conn, const Request& r, Replies* replies) {
     if (!present(k)) await(conn, k);
   }
   return true;
+}
+
+void StoreTable::closed(uint64_t conn) {
+  forget(conn);
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->second == conn) {
+      values_.erase(it->first);
+      it = held_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void StoreTable::forget(uint64_t conn) {

@@ -24,6 +24,14 @@ class StoreTable {
   bool handle(uint64_t conn, const tcp_store::Request& r, Replies* replies);
   // A closed (or cancelling) connection's waits.
   void forget(uint64_t conn);
+  // A connection closed: its waits, and the held keys it set, go.
+  void closed(uint64_t conn);
+
+  // A key with this segment in its name ("kolo/job/1/held/live/3") lives as long as the connection that last
+  // set it: a process's liveness that its end (killed, crashed) removes at once, where a heartbeat takes a
+  // timeout to tell. An extension of kolo's server: torch's keeps such a key like any other, and whoever
+  // reads it then learns nothing from its presence, only from its absence.
+  static constexpr const char* kHeldSegment = "/held/";
 
  private:
   bool write(uint64_t conn, const tcp_store::Request& r, Replies* replies);
@@ -47,6 +55,7 @@ class StoreTable {
   std::unordered_map<std::string, std::deque<std::string>> queues_;
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;          // key -> connections, oldest first
   std::unordered_map<uint64_t, std::unordered_set<std::string>> awaited_;  // connection -> keys it still waits for
+  std::unordered_map<std::string, uint64_t> held_;                         // held key -> the connection that set it
 };
 
 }  // namespace kolo

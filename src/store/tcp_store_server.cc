@@ -281,7 +281,7 @@ class ServeLoop {
         ++it;
         continue;
       }
-      table_.forget(it->first);
+      table_.closed(it->first);
       it = connections_.erase(it);
       open_->fetch_sub(1);
     }

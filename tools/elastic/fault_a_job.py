@@ -3,12 +3,13 @@
 moment, and says how each run ended: recovered in place, restarted, crashed, hung (past --bound), or left
 a process behind.
 
-    KOLO_MPIRUN=.venv-ompi5/bin/mpirun PYTHONPATH=build-ulfm/python \\
-      tools/elastic/fault_a_job.py --runs 20 --fault freeze --after "Running benchmark" \\
-        -- python3 pytorch_synthetic_benchmark_elastic.py --model resnet18 --no-cuda ...
+    KOLO_MPIRUN=.venv-ompi5/bin/mpirun tools/elastic/fault_a_job.py --runs 20 --fault freeze \\
+        --after "Running benchmark" -- python3 pytorch_synthetic_benchmark_elastic.py --model resnet18 --no-cuda ...
 
 The victim is a random rank other than 0 (--any-rank: any), struck 0 to --delay s after the job printed
---after (or after its start). Runs alternate the peer timeouts of --peer-timeouts ("default": kolo's own).
+--after (or after its start). Runs alternate the worlds of --worlds (mpi: ULFM, build-ulfm's kolorun; gloo:
+kolorun --gloo of build/), then the faults, then the peer timeouts of --peer-timeouts ("default": kolo's
+own); the summary gives each combination's recoveries.
 """
 import argparse
 import os
@@ -51,25 +52,27 @@ def world_rank(pid):
     try:
         with open("/proc/%d/environ" % pid, "rb") as f:
             for item in f.read().split(b"\0"):
-                if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                if item.startswith(b"OMPI_COMM_WORLD_RANK=") or item.startswith(b"RANK="):
                     return int(item.split(b"=", 1)[1])
     except (OSError, ValueError):
         pass
     return None
 
 
-def one_run(args, command, n, peer_timeout, fault, log_path):
+def one_run(args, command, n, world, peer_timeout, fault, log_path):
     env = dict(os.environ)
+    build = Path(args.gloo_build if world == "gloo" else args.mpi_build).resolve()
+    env["PYTHONPATH"] = str(build / "python")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     if peer_timeout == "default":
         env.pop("KOLO_PEER_TIMEOUT_SECONDS", None)
     else:
         env["KOLO_PEER_TIMEOUT_SECONDS"] = peer_timeout
-    kolorun = args.kolorun or str(ROOT / "build-ulfm" / "bin" / "kolorun")
+    kolorun = [str(build / "bin" / "kolorun")] + (["--gloo"] if world == "gloo" else [])
     started = time.time()
     with open(log_path, "w+") as log:
-        job = subprocess.Popen([kolorun, "--in-place", "-np", str(args.np), *command], stdout=log,
+        job = subprocess.Popen(kolorun + ["--in-place", "-np", str(args.np), *command], stdout=log,
                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
         while args.after and time.time() - started < args.bound and job.poll() is None:
             log.seek(0)
@@ -124,10 +127,10 @@ def one_run(args, command, n, peer_timeout, fault, log_path):
     else:
         outcome = "ended, not in place" if not left else "LEFT %d process(es)" % len(left)
     took = "" if back_at is None or victim is None else ", in place %.1f s after the fault" % (back_at - struck_at)
-    print("run %d: %s of rank %s at %.1f s, peer timeout %s: %s%s (%.0f s in all)"
-          % (n, fault, victim_rank, struck_at - started, peer_timeout, outcome, took, time.time() - started),
+    print("run %d, %s world: %s of rank %s at %.1f s, peer timeout %s: %s%s (%.0f s in all)"
+          % (n, world, fault, victim_rank, struck_at - started, peer_timeout, outcome, took, time.time() - started),
           flush=True)
-    return outcome
+    return outcome, None if back_at is None or victim is None else back_at - struck_at
 
 
 def main():
@@ -140,7 +143,9 @@ def main():
     parser.add_argument("--peer-timeouts", default="5,default")
     parser.add_argument("--bound", type=int, default=300, help="a run past this many seconds has hung")
     parser.add_argument("--any-rank", action="store_true")
-    parser.add_argument("--kolorun", default="", help="default: build-ulfm/bin/kolorun")
+    parser.add_argument("--worlds", default="mpi", help="mpi, gloo or mpi,gloo (alternated)")
+    parser.add_argument("--mpi-build", default=str(ROOT / "build-ulfm"), help="the MPI world's (ULFM) build")
+    parser.add_argument("--gloo-build", default=str(ROOT / "build"), help="the Gloo world's build")
     parser.add_argument("--logs", default="/tmp/fault_a_job", help="each run's output goes here")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -152,15 +157,24 @@ def main():
     os.makedirs(args.logs, exist_ok=True)
     timeouts = args.peer_timeouts.split(",")
     faults = ["kill", "freeze"] if args.fault == "both" else [args.fault]
-    outcomes = []
+    worlds = args.worlds.split(",")
+    runs = {}
     for n in range(1, args.runs + 1):
-        fault = faults[(n - 1) % len(faults)]
-        timeout = timeouts[((n - 1) // len(faults)) % len(timeouts)]
-        outcomes.append(one_run(args, command, n, timeout, fault, os.path.join(args.logs, "run%d.log" % n)))
-    good = sum(o == "recovered in place" for o in outcomes)
-    print("%d of %d runs recovered in place; logs in %s" % (good, len(outcomes), args.logs))
-    return 0 if good == len(outcomes) else 1
-
+        world = worlds[(n - 1) % len(worlds)]
+        fault = faults[((n - 1) // len(worlds)) % len(faults)]
+        timeout = timeouts[((n - 1) // (len(worlds) * len(faults))) % len(timeouts)]
+        log = os.path.join(args.logs, "run%d.log" % n)
+        runs.setdefault((world, fault, timeout), []).append(one_run(args, command, n, world, timeout, fault, log))
+    print("# seconds from the fault to \"in place: now rank 0 of N\" (min / median / max)")
+    good = total = 0
+    for (world, fault, timeout), outcomes in runs.items():
+        took = sorted(t for o, t in outcomes if o == "recovered in place" and t is not None)
+        ok = sum(o == "recovered in place" for o, _ in outcomes)
+        good, total = good + ok, total + len(outcomes)
+        spread = " / ".join("%.1f" % t for t in (took[0], took[len(took) // 2], took[-1])) if took else "-"
+        print("%-6s %-7s peer timeout %-8s %3d of %-3d in place   %s" % (world, fault, timeout, ok, len(outcomes), spread))
+    print("%d of %d runs recovered in place; logs in %s" % (good, total, args.logs))
+    return 0 if good == total else 1
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -234,6 +234,7 @@ Status DeviceContext::comm(Group group, DeviceComm** out) {
   members.rank = ranks.rank();
   members.size = ranks.size();
   members.mpi_comm = ranks.native_handle();
+  members.job_ranks = this->members(group);
   // The group's first member makes the id; the others get it over the group.
   Status made = Status::OK();
   if (members.rank == 0) made = backend_->unique_id(&members.id);

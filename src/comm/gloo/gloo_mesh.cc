@@ -13,6 +13,7 @@
 
 #include "comm/give_up.h"
 #include "comm/gloo/gloo_store.h"
+#include "comm/peer_failure.h"
 #include "comm/socket/route.h"
 #include "common/logging.h"
 
@@ -113,6 +114,10 @@ Status GlooMesh::connect(const Rendezvous& rendezvous, const std::string& iface,
 
 GlooMesh::~GlooMesh() {
   if (interrupter_ != 0) remove_give_up_interrupter(interrupter_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    report_ = nullptr;  // a mesh let go of (after a recovery) is no failure
+  }
   break_with(Status::Aborted("kolo's Gloo connections were closed"));
   // Buried buffers after the connections: nothing reaches them any more.
   context_.reset();
@@ -177,9 +182,29 @@ void GlooMesh::bury(std::unique_ptr<gloo::transport::UnboundBuffer> buffer, cons
   buried_.push_back(std::move(buffer));
 }
 
-void GlooMesh::break_with(const Status& why) {
+void GlooMesh::report_failures_to(std::function<void(const std::string& what)> report) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (broken_.ok()) broken_ = why.ok() ? Status::Aborted("kolo's Gloo connections were closed") : why;
+  report_ = std::move(report);
+}
+
+void GlooMesh::break_with(const Status& why, bool report) {
+  std::function<void(const std::string&)> reporter;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.ok()) {
+      broken_ = why.ok() ? Status::Aborted("kolo's Gloo connections were closed") : why;
+      if (report_ && broken_.code() != StatusCode::kPeersFailed) {
+        broken_ = Status::PeersFailed(broken_.message() + " (" + kPeersFailedWords + ")");
+      }
+      if (report) reporter = report_;
+    }
+    close_locked();
+  }
+  // Outside the lock: the report revokes, which breaks this mesh again (a no-op by then).
+  if (reporter) reporter(why.message());
+}
+
+void GlooMesh::close_locked() {
   for (const auto& [buffer, send] : waiting_) {
     if (send) {
       buffer->abortWaitSend();

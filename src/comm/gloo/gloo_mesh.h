@@ -17,6 +17,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -50,14 +51,20 @@ class GlooMesh {
   // A buffer whose transfer did not finish: kept to the mesh's end (see above), and the mesh broken.
   void bury(std::unique_ptr<gloo::transport::UnboundBuffer> buffer, const char* why);
 
-  // Every wait ends, every later call fails with `why` (the first break's), every connection closes.
-  void break_with(const Status& why);
+  // Every wait ends, every later call fails with `why` (the first break's), every connection closes. The
+  // first break is reported (see report_failures_to) unless `report` is false (the report's own revoker).
+  void break_with(const Status& why, bool report = true);
+  // In place (comm/peer_failure.h): the first break is a peer's failure, reported to `report`, and the
+  // mesh's calls fail with kPeersFailed from then on.
+  void report_failures_to(std::function<void(const std::string& what)> report);
   // OK while the mesh works; else why not.
   Status broken() const;
 
  private:
   GlooMesh() = default;
   Status check_identities(const std::string& nonce);
+  // Ends every wait and closes every connection; with mu_ held.
+  void close_locked();
 
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
@@ -69,6 +76,7 @@ class GlooMesh {
   std::set<std::pair<gloo::transport::UnboundBuffer*, bool>> waiting_;  // (buffer, send)
   std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buried_;
   int interrupter_ = 0;
+  std::function<void(const std::string&)> report_;
 };
 
 }  // namespace kolo

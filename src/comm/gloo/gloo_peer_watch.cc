@@ -111,6 +111,13 @@ bool GlooPeerWatch::round(double now) {
     }
   }
   if (s.ok() && !lost_) {
+    // kolorun --gloo passes on a SIGUSR1 (elastic: the hosts have room for more ranks) as a count.
+    int64_t changed = 0;
+    s = store_->add(job_prefix_ + "hosts_changed", 0, &changed);
+    if (s.ok() && changed > hosts_changed_) ::kill(::getpid(), SIGUSR1);
+    if (s.ok()) hosts_changed_ = changed;
+  }
+  if (s.ok() && !lost_) {
     bool ended = false;
     s = store_->check({job_prefix_ + "ended"}, &ended);
     std::string why;

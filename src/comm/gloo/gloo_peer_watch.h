@@ -5,7 +5,8 @@
 // goodbye first. The store itself not answering for the timeout is a loss too: this rank is cut off from
 // the job (it is the one left out), or the store's host is gone. A launcher that ends the job says so under
 // the job's "ended" key (kolorun --gloo, when a rank failed or it was stopped): the rank then ends too, as
-// one SIGTERM (a rank on another host is out of the launcher's reach).
+// one SIGTERM (a rank on another host is out of the launcher's reach); a SIGUSR1 the launcher passes on
+// (elastic: the hosts have room for more ranks) under "hosts_changed" is raised here as SIGUSR1.
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +51,7 @@ class GlooPeerWatch : public PeerWatch {
   std::vector<int64_t> counts_;      // last seen, by rank
   std::vector<double> changed_;      // when last seen to change
   double store_answered_ = 0;        // when the store last answered
+  int64_t hosts_changed_ = 0;        // the launcher's count of SIGUSR1s passed on, as last read
   bool lost_ = false;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -10,6 +10,8 @@
 
 #include "comm/gloo/gloo_context.h"
 #include "comm/gloo/gloo_peer_watch.h"
+#include "comm/gloo/survivors.h"
+#include "comm/peer_failure.h"
 #include "common/logging.h"
 
 namespace kolo {
@@ -17,16 +19,46 @@ namespace kolo {
 Status GlooWorld::open(const LauncherEnv& env, const GlooWorldOptions& options, std::unique_ptr<GlooWorld>* out) {
   std::unique_ptr<GlooWorld> w(new GlooWorld());
   w->env_ = env;
+  w->options_ = options;
   Status s = rendezvous(env, options.timeout_seconds, &w->rendezvous_);
-  if (s.ok()) s = GlooMesh::connect(w->rendezvous_, options.iface, options.timeout_seconds, &w->mesh_);
   if (!s.ok()) return s;
+  w->start_prefix_ = w->rendezvous_.prefix;
+  if (options.in_place && w->rendezvous_.store) {
+    // Ten beats per silence that counts as lost, at most one a second (as the peer watch's).
+    s = Liveness::start(w->rendezvous_.store_host, w->rendezvous_.store_port, w->rendezvous_.token,
+                        std::min(1.0, options.lost_after_seconds / 10), &w->liveness_);
+    if (s.ok()) s = w->liveness_->enter(Generation{w->rendezvous_.prefix, w->rank(), w->size()});
+    if (!s.ok()) return s;
+  }
+  std::shared_ptr<GlooMesh> mesh;
+  s = GlooMesh::connect(w->rendezvous_, options.iface, options.timeout_seconds, &mesh);
+  if (!s.ok()) return s;
+  if (options.in_place) {
+    GlooWorld* world = w.get();
+    set_peer_failure_revoker([world] {
+      if (const auto m = world->mesh()) m->break_with(Status::PeersFailed(kPeersFailedWords), false);
+    });
+    w->survive_failures_of(mesh);
+  }
+  w->mesh_ = std::move(mesh);
   *out = std::move(w);
   return Status::OK();
 }
 
 GlooWorld::~GlooWorld() {
+  if (options_.in_place) set_peer_failure_revoker(nullptr);
   sets_.reset();
+  std::lock_guard<std::mutex> lock(mesh_mu_);
   mesh_.reset();
+}
+
+std::shared_ptr<GlooMesh> GlooWorld::mesh() const {
+  std::lock_guard<std::mutex> lock(mesh_mu_);
+  return mesh_;
+}
+
+void GlooWorld::survive_failures_of(const std::shared_ptr<GlooMesh>& mesh) {
+  mesh->report_failures_to([](const std::string& what) { report_peer_failure("kolo's Gloo connections: " + what); });
 }
 
 int GlooWorld::take_ids(int n) {
@@ -67,16 +99,49 @@ Status GlooWorld::start_watch(double timeout_seconds, PeerWatch::OnLost on_lost,
 }
 
 std::string GlooWorld::not_in_place() const {
-  return "the Gloo world goes on without a lost peer only in an elastic job (not yet in this kolo)";
+  if (options_.in_place) return "";
+  return "this Gloo world ends at a lost peer (kolorun --gloo --in-place, or KOLO_GLOO_IN_PLACE=1, makes its "
+         "survivors go on)";
 }
 
-Status GlooWorld::shrink_to_survivors(std::vector<int>*) {
-  return Status::Unsupported("recover_in_place: " + not_in_place());
+Status GlooWorld::shrink_to_survivors(std::vector<int>* survivors) {
+  if (!options_.in_place || !rendezvous_.store) return Status::Unsupported("recover_in_place: " + not_in_place());
+  const Generation failed{rendezvous_.prefix, rank(), size()};
+  const std::string next = start_prefix_ + "g" + std::to_string(++generations_) + "/";
+  SurvivorsAgreed agreed;
+  Status s = agree_on_survivors(*rendezvous_.store, failed, next, options_.lost_after_seconds, &agreed);
+  if (!s.ok()) return Status(s.code(), "recover_in_place on rank " + std::to_string(failed.rank) + ": " + s.message());
+  // Every member takes the new generation, whether its connections form or not: a failure while they form
+  // is recovered from this generation, the same on every member.
+  std::vector<std::string> hosts;
+  for (int m : agreed.members) hosts.push_back(rendezvous_.hosts[static_cast<size_t>(m)]);
+  rendezvous_.prefix = next;
+  rendezvous_.rank = static_cast<int>(std::find(agreed.members.begin(), agreed.members.end(), failed.rank) -
+                                      agreed.members.begin());
+  rendezvous_.size = static_cast<int>(agreed.members.size());
+  rendezvous_.hosts = hosts;
+  rendezvous_.nonce = agreed.nonce;
+  and_rounds_ = 0;
+  next_id_ = 1;
+  *survivors = agreed.members;
+  s = liveness_->enter(Generation{next, rank(), size()});
+  if (!s.ok()) return s;
+  std::shared_ptr<GlooMesh> mesh;
+  s = GlooMesh::connect(rendezvous_, options_.iface, std::max(10.0, options_.lost_after_seconds), &mesh);
+  if (!s.ok()) {
+    return Status::PeersFailed("recover_in_place: the survivors' connections did not form (" + s.message() +
+                               "): another peer lost meanwhile? (" + kPeersFailedWords + ")");
+  }
+  survive_failures_of(mesh);
+  std::lock_guard<std::mutex> lock(mesh_mu_);
+  mesh_ = std::move(mesh);
+  return Status::OK();
 }
 
 bool GlooWorld::agree_and(int* bits) {
-  *bits = 0;
-  return false;
+  if (!rendezvous_.store) return true;  // a job of one rank
+  return agree_and_through_store(*rendezvous_.store, Generation{rendezvous_.prefix, rank(), size()}, and_rounds_++,
+                                 options_.lost_after_seconds, bits);
 }
 
 void GlooWorld::abort_job() {

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/gloo/gloo_group.h"
 #include "comm/gloo/gloo_mesh.h"
+#include "comm/gloo/liveness.h"
 #include "comm/gloo/rendezvous.h"
 #include "comm/launcher_env.h"
 #include "comm/world.h"
@@ -20,6 +22,8 @@ namespace kolo {
 struct GlooWorldOptions {
   double timeout_seconds = 120;  // the start's bound (KOLO_GLOO_TIMEOUT_SECONDS)
   std::string iface;             // KOLO_GLOO_IFACE
+  bool in_place = false;         // survivors of a lost rank go on (KOLO_GLOO_IN_PLACE; survivors.h)
+  double lost_after_seconds = 30;  // in place: a rank silent this long is left out (KOLO_PEER_TIMEOUT_SECONDS)
 };
 
 class GlooWorld : public World {
@@ -51,9 +55,19 @@ class GlooWorld : public World {
   // made collectively over the job).
   int take_ids(int n);
 
+  // In place: the mesh's failures reported, and the report's revoker breaking it.
+  void survive_failures_of(const std::shared_ptr<GlooMesh>& mesh);
+  std::shared_ptr<GlooMesh> mesh() const;
+
   LauncherEnv env_;
-  Rendezvous rendezvous_;
+  GlooWorldOptions options_;
+  Rendezvous rendezvous_;  // after a recovery in place: the survivors' generation (prefix, ranks, hosts)
+  std::string start_prefix_;
+  mutable std::mutex mesh_mu_;  // mesh_ is read by the revoker, on whichever thread saw a failure
   std::shared_ptr<GlooMesh> mesh_;
+  std::unique_ptr<Liveness> liveness_;  // in place only
+  int generations_ = 0;                 // recoveries in place so far
+  int and_rounds_ = 0;                  // agree_and calls in this generation
   std::unique_ptr<GlooGroup> sets_;
   int next_id_ = 1;
   bool watched_ = false;  // a peer watch started: every rank says goodbye through the store

@@ -122,7 +122,7 @@ def test_a_peers_failure_is_told_apart_whatever_the_framework_raises(rank):
     try:
         recover_in_place()
     except kolo.KoloError as e:
-        why = "no ULFM" if kolo.mpi_enabled() else "only in an elastic job"
+        why = "no ULFM" if kolo.mpi_enabled() else "makes its survivors go on"
         assert e.code == UNSUPPORTED and why in str(e)
     else:
         raise AssertionError("recover_in_place without ULFM did not raise")

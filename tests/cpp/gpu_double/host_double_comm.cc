@@ -361,14 +361,24 @@ Status HostDouble::unique_id(std::string* id) {
 }
 
 Status HostDouble::create_comm(int, const CommMembers& m, std::unique_ptr<DeviceComm>* comm) {
-  if (m.mpi_comm == nullptr) {
-    return Status::Unsupported("host double: a communicator needs its members' MPI_Comm (the double runs over MPI; "
-                               "this job's world has none)");
-  }
-  // A copy of the members' communicator, so that its traffic never meets kolo's own on it.
   MPI_Comm c = MPI_COMM_NULL;
-  const int rc = MPI_Comm_dup(*static_cast<const MPI_Comm*>(m.mpi_comm), &c);
-  if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_dup failed: " + mpi_error(rc));
+  if (m.mpi_comm != nullptr) {
+    // A copy of the members' communicator, so that its traffic never meets kolo's own on it.
+    const int rc = MPI_Comm_dup(*static_cast<const MPI_Comm*>(m.mpi_comm), &c);
+    if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_dup failed: " + mpi_error(rc));
+  } else {
+    // A world without MPI (the Gloo world, started by mpirun for the double's sake): the members'
+    // job ranks are their MPI_COMM_WORLD ranks. Collective over the members only; the id's hash
+    // keeps two groups being made at once apart.
+    MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, static_cast<int>(m.job_ranks.size()), m.job_ranks.data(), &members);
+    const int tag = static_cast<int>(std::hash<std::string>()(m.id) % 32768);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, members, tag, &c);
+    MPI_Group_free(&members);
+    MPI_Group_free(&world);
+    if (rc != MPI_SUCCESS) return Status::Internal("host double: MPI_Comm_create_group failed: " + mpi_error(rc));
+  }
   *comm = std::make_unique<DoubleComm>(this, c);
   ++comms_made_;
   return Status::OK();

@@ -97,8 +97,8 @@ TEST(Lifecycle, WithoutUlfmALostPeerIsNotSurvivedInPlaceAndRecoveryIsRefused) {
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_EQ(s.message(), controller() == "mpi"
                              ? "recover_in_place: this MPI has no ULFM (Open MPI 5 has it)"
-                             : "recover_in_place: the Gloo world goes on without a lost peer only in an elastic job "
-                               "(not yet in this kolo)");
+                             : "recover_in_place: this Gloo world ends at a lost peer (kolorun --gloo --in-place, or "
+                               "KOLO_GLOO_IN_PLACE=1, makes its survivors go on)");
   EXPECT_TRUE(is_initialized());  // refused: nothing was stopped
   EXPECT_EQ(kolo_recover_in_place(), KOLO_UNSUPPORTED);
   EXPECT_EQ(kolo_in_place_recovery(), 0);

@@ -69,6 +69,34 @@ TEST(TcpStore, EveryCallWithExactValues) {
   EXPECT_TRUE(store->ping().ok());  // refused before sending: the connection is fine
 }
 
+// A held key ("/held/" in its name) goes with the connection that last set it: a killed process's liveness.
+TEST(TcpStore, AHeldKeyGoesWithTheConnectionThatSetIt) {
+  auto server = serve();
+  auto watcher = connect_to(server->port());
+  auto gone_soon = [&](const char* key) {
+    const auto deadline = in(milliseconds(2000));
+    bool present = true;
+    while (present && Clock::now() < deadline) EXPECT_TRUE(watcher->check({key}, &present).ok());
+    return !present;
+  };
+  auto present = [&](const char* key) {
+    bool here = false;
+    EXPECT_TRUE(watcher->check({key}, &here).ok());
+    return here;
+  };
+  auto process = connect_to(server->port());
+  ASSERT_TRUE(process->set("job/held/live/1", "1").ok());
+  ASSERT_TRUE(process->multi_set({"job/plain", "job/held/live/2"}, {"1", "1"}).ok());
+  auto other = connect_to(server->port());
+  ASSERT_TRUE(other->set("job/held/live/2", "2").ok());  // now the other's
+  other.reset();
+  EXPECT_TRUE(gone_soon("job/held/live/2"));
+  EXPECT_TRUE(present("job/held/live/1"));  // its connection is open
+  process.reset();
+  EXPECT_TRUE(gone_soon("job/held/live/1"));
+  EXPECT_TRUE(present("job/plain"));
+}
+
 TEST(TcpStore, AddCountsFromZeroAndStoresDecimal) {
   auto server = serve();
   auto store = connect_to(server->port());

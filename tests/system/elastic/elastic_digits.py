@@ -42,9 +42,11 @@ parser.add_argument("--zero-stage", type=int, default=0, help="DistributedOptimi
 args = parser.parse_args()
 
 # ELASTIC_TEST_FREEZE_AT_START="ATTEMPT:RANK": that rank of that attempt SIGSTOPs itself before init(),
-# printing its pid first; the others then wait inside MPI's start-up (kolorun's --start-timeout).
+# printing its pid first; the others then wait inside the world's start-up (MPI's, or the Gloo world's
+# rendezvous; kolorun's --start-timeout).
 freeze_at_start = os.environ.get("ELASTIC_TEST_FREEZE_AT_START", "").split(":")
-if freeze_at_start == [os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"), os.environ.get("OMPI_COMM_WORLD_RANK")]:
+launcher_rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK"))
+if freeze_at_start == [os.environ.get("KOLO_ELASTIC_ATTEMPT", "0"), launcher_rank]:
     print("frozen at start with pid %d" % os.getpid(), flush=True)
     os.kill(os.getpid(), signal.SIGSTOP)
 hvd.init()

@@ -23,16 +23,30 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-BUILD = Path(os.environ.get("KOLO_ULFM_BUILD_DIR", "build-ulfm")).resolve()
+# The suite runs in either world: MPI's with ULFM (the default: build-ulfm, Open MPI 5's mpirun) or, with
+# IN_PLACE_WORLD=gloo, the Gloo world (the main build, kolorun --gloo --in-place, no mpirun); the tests that
+# are MPI's alone (plain mpirun with ULFM, MPI's start-up, Open MPI's crash) are marked MPI_ONLY.
+GLOO = os.environ.get("IN_PLACE_WORLD", "mpi") == "gloo"
+BUILD = Path(os.environ.get("KOLO_ULFM_BUILD_DIR", "build" if GLOO else "build-ulfm")).resolve()
 MPIRUN = os.environ.get("KOLO_ULFM_MPIRUN", str(HERE.parents[2] / ".venv-ompi5" / "bin" / "mpirun"))
+# kolorun's flags for the world, and its word for what runs an attempt's ranks (launcher/attempt_watch.cc).
+WORLD_FLAGS = ["--gloo"] if GLOO else []
+RUNNER = "the attempt's kolorun --gloo" if GLOO else "mpirun"
 PROGRAM = str(HERE.parent / "elastic" / "elastic_digits.py")
 sys.path.insert(0, str(HERE.parent / "elastic"))
 from chaos import running  # noqa: E402,F401  (whether a rank process is still there; for the tests)
 sys.path.insert(0, str(BUILD / "python"))
 
 # Each test module's pytestmark.
-NEEDS_ULFM_BUILD = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
-                                      reason="no kolo built against an MPI with ULFM (tests/elastic_in_place.sh builds one)")
+if GLOO:
+    NEEDS_ULFM_BUILD = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or
+                                          "[X] Gloo" not in subprocess.run([str(BUILD / "bin" / "kolorun"), "--check-build"],
+                                                                           capture_output=True, text=True).stdout,
+                                          reason="no kolo built with Gloo in %s" % BUILD)
+else:
+    NEEDS_ULFM_BUILD = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
+                                          reason="no kolo built against an MPI with ULFM (tests/elastic_in_place.sh builds one)")
+MPI_ONLY = pytest.mark.skipif(GLOO, reason="MPI's own (ULFM under plain mpirun, MPI's start-up, Open MPI's crash)")
 
 # ULFM's own failure detector finds a process that stopped answering (frozen, or its link down): a
 # heartbeat each second, a suspect after 4 s without one. (Its optional thread of its own left a shrink
@@ -43,10 +57,25 @@ ULFM = ["--with-ft", "ulfm", "--mca", "btl", "tcp,self", "--mca", "mpi_ft_detect
 
 def job_env(**extra):
     """A job's environment: without this suite's own KOLO_ULFM_* settings (not kolo's), with Open MPI's
-    consent to run as root, and `extra`."""
+    consent to run as root, in the Gloo world with KOLO_GLOO_IN_PLACE (a plain kolorun --gloo's ranks then
+    survive in place, as ULFM's under plain mpirun), and `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOLO_ULFM_")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **extra)
+    if GLOO:
+        env["KOLO_GLOO_IN_PLACE"] = "1"
     return env
+
+
+def plain_launch(np, *exported):
+    """`np` ranks started plainly, not elastic, surviving in place: Open MPI 5's mpirun with ULFM, or kolorun
+    --gloo (with job_env's KOLO_GLOO_IN_PLACE); `exported`: variables passed on to every rank."""
+    if GLOO:
+        cmd = [str(BUILD / "bin" / "kolorun"), "--gloo", "-np", str(np)]
+    else:
+        cmd = [MPIRUN] + ULFM + ["-np", str(np), "--oversubscribe"]
+    for name in exported:
+        cmd += ["-x", name]
+    return cmd
 
 
 def launch(tmp_path, cmd, env):
@@ -84,7 +113,7 @@ def start_kolorun_job(tmp_path, event, *options, peer_timeout=30, hosts_after="l
                   KOLO_PEER_TIMEOUT_SECONDS=str(peer_timeout), ELASTIC_TEST_EVENT=event,
                   ELASTIC_TEST_HOSTS_AFTER=hosts_after, ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"), **settings)
     out = tmp_path / "weights.pt"
-    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), *options]
+    cmd = [str(BUILD / "bin" / "kolorun")] + WORLD_FLAGS + ["--in-place", "-np", str(ranks), *options]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE"):
         cmd += ["-x", name]
     return launch(tmp_path, cmd + digits(out) + list(program_args), env) + (out,)

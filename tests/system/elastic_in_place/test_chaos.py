@@ -20,13 +20,12 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from in_place_job import BUILD, MPIRUN, digits, end_job, job_env, launch  # noqa: E402
+from in_place_job import BUILD, MPIRUN, NEEDS_ULFM_BUILD, WORLD_FLAGS, digits, end_job, job_env, launch  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "elastic"))
 import chaos  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not (BUILD / "python" / "kolo").exists() or not os.path.exists(MPIRUN),
-                                reason="no kolo built against an MPI with ULFM (tests/elastic_in_place.sh builds one)")
+pytestmark = NEEDS_ULFM_BUILD
 
 EPOCHS = 14
 
@@ -73,7 +72,8 @@ def soak_in_place(tmp_path, seed, ranks=5, faults=3, epochs=EPOCHS, step_seconds
     out = tmp_path / "weights.pt"
     command = digits(out)
     command[command.index("--epochs") + 1] = str(epochs)
-    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", str(ranks), "--min-np", "2" if hosts else "1"]
+    cmd = [str(BUILD / "bin" / "kolorun")] + WORLD_FLAGS + ["--in-place", "-np", str(ranks), "--min-np",
+                                                            "2" if hosts else "1"]
     for name in ("ELASTIC_TEST_EVENT", "ELASTIC_TEST_HOSTS_AFTER", "ELASTIC_TEST_HOSTS_FILE",
                  "ELASTIC_TEST_STEP_SECONDS", *(extra_env or {})):
         cmd += ["-x", name]

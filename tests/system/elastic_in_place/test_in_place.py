@@ -1,9 +1,10 @@
-"""Elastic training in place (Open MPI 5's ULFM), the digits job: killed, frozen and cut-off ranks, on one
+"""Elastic training in place (Open MPI 5's ULFM, or the Gloo world: IN_PLACE_WORLD=gloo), the digits job: killed, frozen and cut-off ranks, on one
 host and on emulated hosts, failures one after another and during a recovery, growing back, and a
 recovery that cannot finish. The helpers are in in_place_job.py; the framework loops and the GPU path in
 test_in_place_frameworks.py.
 
     KOLO_ULFM_BUILD_DIR=build-ulfm KOLO_ULFM_MPIRUN=.venv-ompi5/bin/mpirun python3 -m pytest tests/system/elastic_in_place
+    IN_PLACE_WORLD=gloo python3 -m pytest tests/system/elastic_in_place     # the Gloo world: build/, no mpirun
 """
 import os
 import re
@@ -17,11 +18,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from in_place_job import (  # noqa: E402
-    BUILD, HERE, MPIRUN, NEEDS_ULFM_BUILD, ULFM, check_in_place, digits, end_job, finish, job_env, kill_frozen, launch, pids, running, seconds_to_recover, start_job, start_kolorun_job)
+    BUILD, GLOO, HERE, MPI_ONLY, MPIRUN, NEEDS_ULFM_BUILD, RUNNER, ULFM, WORLD_FLAGS, check_in_place, digits, end_job, finish, job_env, kill_frozen, launch, pids, running, seconds_to_recover, start_job, start_kolorun_job)
 
 pytestmark = NEEDS_ULFM_BUILD
 
 
+@MPI_ONLY
 def test_a_killed_rank_is_cut_out_in_place(tmp_path):
     # Rank 2 dies before step 10; the last commit was at step 8: steps 8 and 9 are done again on 2 ranks.
     job, log, out = start_job(tmp_path, "0:2:10:die")
@@ -130,10 +132,11 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     # off: kolorun ends it once every survivor has exited).
     ranks = hosts * slots
     out = tmp_path / "weights.pt"
-    command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} --in-place --min-np 2 '
+    command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} {world} --in-place --min-np 2 '
                '-np {ranks} -H $H --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET -x ELASTIC_TEST_EVENT '
                '-x ELASTIC_TEST_HOSTS_FILE -x ELASTIC_TEST_HOSTS_AFTER {digits}'
-               .format(slots=slots, ranks=ranks, kolorun=BUILD / "bin" / "kolorun", digits=" ".join(digits(out))))
+               .format(slots=slots, ranks=ranks, kolorun=BUILD / "bin" / "kolorun", world=" ".join(WORLD_FLAGS),
+                       digits=" ".join(digits(out))))
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_PEER_TIMEOUT_SECONDS="3",
                   ELASTIC_TEST_EVENT="0:%d:10:%s" % (ranks - 1, event), ELASTIC_TEST_HOSTS_AFTER="none:1",
                   ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
@@ -145,7 +148,7 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     assert job.returncode == 0, text[-4000:]
     check_in_place(text, out, ranks)
     if event == "cut":
-        assert "every rank left in place has exited (status 0); mpirun still waits for a lost one" in text, text
+        assert "every rank left in place has exited (status 0); %s still waits for a lost one" % RUNNER in text, text
         print("link cut: training again %s s after the cut" % seconds_to_recover(text))  # None: its line was lost
 
 
@@ -163,8 +166,8 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path, peer_timeout):
         kill_frozen(log, 2)
     assert job.returncode == 0, text
     check_in_place(text, out)
-    assert "every rank left in place has exited (status 0); mpirun still waits for a lost one" in text, text
-    if peer_timeout == 30:
+    assert "every rank left in place has exited (status 0); %s still waits for a lost one" % RUNNER in text, text
+    if peer_timeout == 30 and not GLOO:
         # ULFM's detector found it, whatever the survivors waited in (kolo's shared memory makes no MPI
         # call of itself), long before the watch would have.
         assert "sent no heartbeat" not in text, text
@@ -177,6 +180,7 @@ def test_a_frozen_rank_is_cut_out_in_place(tmp_path, peer_timeout):
 NO_DETECTOR = ["--mca", "mpi_ft_detector", "false"]
 
 
+@MPI_ONLY
 def test_a_recovery_that_cannot_finish_is_given_up_at_its_bound(tmp_path):
     # Under plain mpirun: past KOLO_RECOVERY_TIMEOUT_SECONDS each survivor says so and exits.
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_PEER_TIMEOUT_SECONDS="3", KOLO_RECOVERY_TIMEOUT_SECONDS="6",
@@ -203,6 +207,7 @@ def test_a_recovery_that_cannot_finish_is_given_up_at_its_bound(tmp_path):
         end_job(job, log.read())
 
 
+@MPI_ONLY
 def test_kolorun_restarts_a_job_whose_recovery_cannot_finish(tmp_path):
     # The same under kolorun --in-place: the survivors give up and exit with status 1, the attempt ends
     # (here mpirun ends it itself, the frozen rank with it; where mpirun would wait on, for a daemon out of
@@ -234,7 +239,7 @@ def test_a_rank_frozen_in_mpis_start_up_restarts_the_attempt(tmp_path):
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_ELASTIC_COMMIT_DIR=str(tmp_path),
                   ELASTIC_TEST_FREEZE_AT_START="0:2")
     out = tmp_path / "weights.pt"
-    cmd = [str(BUILD / "bin" / "kolorun"), "--in-place", "-np", "3", "--start-timeout", "15",
+    cmd = [str(BUILD / "bin" / "kolorun")] + WORLD_FLAGS + ["--in-place", "-np", "3", "--start-timeout", "15",
            "-x", "ELASTIC_TEST_FREEZE_AT_START"]
     job, log = launch(tmp_path, cmd + digits(out), env)
     frozen = None

@@ -15,9 +15,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from in_place_job import (  # noqa: E402
-    BUILD, HERE, MPIRUN, NEEDS_ULFM_BUILD, ULFM, finish, job_env, kill_frozen, launch, pids, running)
+    BUILD, GLOO, HERE, MPIRUN, NEEDS_ULFM_BUILD, WORLD_FLAGS, finish, job_env, kill_frozen, launch, pids, plain_launch, running)
 
 pytestmark = NEEDS_ULFM_BUILD
+# The host double's communicators run on MPI, which a Gloo world's processes do not have; on a GPU, NCCL's
+# would be the Gloo world's own (not yet run there).
+DOUBLE_NEEDS_MPI = pytest.mark.skipif(GLOO, reason="the host double's communicators run on MPI, which the Gloo "
+                                                   "world's processes do not have")
 
 
 def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
@@ -35,8 +39,7 @@ def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
         pytest.skip("kolo's %s was not built against this MPI" % built)
     env = job_env(PYTHONPATH=str(BUILD / "python"), KERAS_BACKEND=backend or "tensorflow", JAX_PLATFORMS="cpu")
     out = tmp_path / "w.npy"
-    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "PYTHONPATH", "-x",
-                                                   "KERAS_BACKEND", "-x", "JAX_PLATFORMS", python, str(HERE / script),
+    job, log = launch(tmp_path, plain_launch(3, "PYTHONPATH", "KERAS_BACKEND", "JAX_PLATFORMS") + [python, str(HERE / script),
                                                    *flags, "--kill-at", "10", "--out", str(out)], env)
     text = finish(job, log, timeout=180)
     assert job.returncode == 0, text
@@ -112,6 +115,7 @@ def check_device_in_place(text, ranks, made, shrunk, broken=False):
     return got_shrunk
 
 
+@DOUBLE_NEEDS_MPI
 @pytest.mark.parametrize("hierarchical", ["0", "1"], ids=["flat", "hierarchical"])
 def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical):
     # Device tensors (the host double, as the GPU suite in CI) on 3 ranks; rank 1 dies while the others'
@@ -122,8 +126,7 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical
     # makes it anew.
     if not DEVICE_IN_PLACE.exists():
         pytest.skip("device_in_place was not built (tests/elastic_in_place.sh builds it)")
-    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_HIERARCHICAL_ALLREDUCE",
-                                                   str(DEVICE_IN_PLACE), "10", "4"],
+    job, log = launch(tmp_path, plain_launch(3, "KOLO_HIERARCHICAL_ALLREDUCE") + [str(DEVICE_IN_PLACE), "10", "4"],
                       job_env(KOLO_HIERARCHICAL_ALLREDUCE=hierarchical))
     text = finish(job, log, timeout=120)
     assert job.returncode == 0, text
@@ -132,6 +135,7 @@ def test_the_gpu_path_goes_on_in_place_on_the_host_double(tmp_path, hierarchical
           (seconds(seconds_to_train_again(text)), shrunk))
 
 
+@DOUBLE_NEEDS_MPI
 def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
     # The same with rank 1 frozen (SIGSTOP, alive but silent) on its own stream while the others' device
     # collectives wait for it: nothing fails by itself (NCCL reports no error for a frozen peer either);
@@ -140,9 +144,8 @@ def test_the_gpu_path_goes_on_in_place_when_a_rank_is_frozen(tmp_path):
     # process forever: once both survivors have exited by themselves, it is killed, whatever happened.
     if not DEVICE_IN_PLACE.exists():
         pytest.skip("device_in_place was not built (tests/elastic_in_place.sh builds it)")
-    job, log = launch(tmp_path, [MPIRUN] + ULFM + ["-np", "3", "--oversubscribe", "-x", "KOLO_PEER_TIMEOUT_SECONDS",
-                                                   str(DEVICE_IN_PLACE), "--device", "double", "--fault", "freeze",
-                                                   "10", "4"],
+    job, log = launch(tmp_path, plain_launch(3, "KOLO_PEER_TIMEOUT_SECONDS") + [str(DEVICE_IN_PLACE), "--device", "double",
+                                                                        "--fault", "freeze", "10", "4"],
                       job_env(KOLO_PEER_TIMEOUT_SECONDS="3"))
     try:
         text = finish(job, log, until=["rank 0 of 2 ends", "rank 1 of 2 ends"], timeout=120)
@@ -166,6 +169,7 @@ def seconds(t):
     return "?" if t is None else "%.3f" % t  # None: the victim's last line was lost with it
 
 
+@DOUBLE_NEEDS_MPI
 @pytest.mark.parametrize("hosts,slots,made,shrunk", [(3, 1, 1, 1), (2, 2, 3, 2)], ids=["3x1", "2x2"])
 def test_the_gpu_path_shrinks_across_emulated_hosts(tmp_path, hosts, slots, made, shrunk):
     # Hierarchical allreduce on emulated hosts, rank 1 lost. 3x1: the communicator across hosts shrinks
@@ -173,10 +177,11 @@ def test_the_gpu_path_shrinks_across_emulated_hosts(tmp_path, hosts, slots, made
     # nobody excluded), then the hosts are uneven (1 and 2 ranks), so the job's is made for flat allreduce.
     if not DEVICE_IN_PLACE.exists():
         pytest.skip("device_in_place was not built (tests/elastic_in_place.sh builds it)")
-    command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} --in-place --min-np 2 '
+    command = ('H=$(echo $CLUSTER_HOSTS | sed "s/,/:{slots},/g"):{slots}; timeout 150 {kolorun} {world} --in-place --min-np 2 '
                '-np {ranks} -H $H --rsh-agent $CLUSTER_AGENT --network-interface $CLUSTER_SUBNET '
                '-x KOLO_HIERARCHICAL_ALLREDUCE {program} 10 4'
-               .format(slots=slots, ranks=hosts * slots, kolorun=BUILD / "bin" / "kolorun", program=DEVICE_IN_PLACE))
+               .format(slots=slots, ranks=hosts * slots, kolorun=BUILD / "bin" / "kolorun", world=" ".join(WORLD_FLAGS),
+                       program=DEVICE_IN_PLACE))
     job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", str(hosts), "--", "sh", "-c",
                           command], capture_output=True, text=True, timeout=240,
                          env=job_env(KOLO_MPIRUN=MPIRUN, KOLO_HIERARCHICAL_ALLREDUCE="1"))

@@ -20,11 +20,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from in_place_job import BUILD, MPIRUN, NEEDS_ULFM_BUILD, job_env  # noqa: E402
+from in_place_job import BUILD, MPI_ONLY, MPIRUN, NEEDS_ULFM_BUILD, job_env  # noqa: E402
 
 LAST_PID = "/proc/sys/kernel/ns_last_pid"
 
-pytestmark = [NEEDS_ULFM_BUILD,
+pytestmark = [NEEDS_ULFM_BUILD, MPI_ONLY,
               pytest.mark.skipif(not os.access(LAST_PID, os.W_OK), reason="choosing a pid needs root (ns_last_pid)")]
 
 

@@ -230,7 +230,7 @@ def test_torch_waits_on_kolo_server(kolo_server):
 # --- init_process_group over kolo's server --------------------------------------------------------------------
 
 RANK = r"""
-import json, os, sys
+import json, os, sys, threading
 from datetime import timedelta
 import torch, torch.distributed as dist
 rank, port, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -246,8 +246,14 @@ dist.all_reduce(t)
 dist.barrier()
 g = [torch.zeros(1) for _ in range(2)]
 dist.all_gather(g, torch.tensor([float(rank)]))
-print(json.dumps({"rank": rank, "sum": t.tolist(), "gathered": [x.item() for x in g]}), flush=True)
-dist.destroy_process_group()
+# torch 2.4.1's gloo teardown sometimes never returns from destroy_process_group (3 runs in 10, over torch's own
+# agent store as over kolo's): bounded here, and reported rather than asserted.
+teardown = threading.Thread(target=dist.destroy_process_group, daemon=True)
+teardown.start()
+teardown.join(20)
+print(json.dumps({"rank": rank, "sum": t.tolist(), "gathered": [x.item() for x in g],
+                  "destroyed": not teardown.is_alive()}), flush=True)
+os._exit(0)
 """
 
 
