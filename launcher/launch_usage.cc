@@ -9,9 +9,9 @@ const char* usage() {
          "       kolorun [-np N] [options] command [args...]      (inside a Slurm allocation)\n"
          "       kolorun --min-np N [--max-np N] [--host-discovery-script FILE] [options] command [args...]\n"
          "\n"
-         "Starts `command` on N ranks through Open MPI's mpirun, one rank per slot. Inside a Slurm\n"
-         "allocation (sbatch, salloc) without -H or --hostfile, mpirun takes the allocation's hosts and\n"
-         "slots, and -np defaults to its tasks.\n"
+         "Starts `command` on N ranks through Open MPI's mpirun, one rank per slot; with --gloo, without\n"
+         "mpirun. Inside a Slurm allocation (sbatch, salloc) without -H or --hostfile, the job takes the\n"
+         "allocation's hosts and slots, and -np defaults to its tasks.\n"
          "\n"
          "Elastic mode (--min-np, --max-np, --host-discovery-script or --in-place) restarts the job: after a failure\n"
          "(counted against --reset-limit), and when every rank exits 75 (planned, e.g. on the SIGUSR1\n"
@@ -70,10 +70,12 @@ const char* usage() {
          "  --slots-per-host N                elastic: slots of a discovered host printed without a count (1)\n"
          "  --in-place                        elastic, in place: survivors of a lost rank go on without it (with\n"
          "                                    --gloo, or Open MPI 5 with ULFM as mpirun: KOLO_MPIRUN=venv/bin/mpirun)\n"
+         "  --gloo                            no mpirun: kolorun serves the job's store and starts each rank (fork\n"
+         "                                    here, ssh to other hosts, srun in a Slurm allocation); they meet over Gloo\n"
          "  --mpi-args \"...\"                  passed to mpirun as they are\n"
          "  -h, --help                        this text\n"
          "\n"
-         "horovodrun's other options are taken too (--mpi, --gloo, --disable-cache, --stall-check,\n"
+         "horovodrun's other options are taken too (--mpi, --disable-cache, --stall-check,\n"
          "--torus-allreduce, --num-nccl-streams, ...): docs/migrating-from-horovod.md says what each does.\n";
 }
 

@@ -6,6 +6,8 @@ Each rank takes its share of every batch; gradients are averaged across ranks, s
 the one-process run of digits.py. The lines marked "kolo" are what differs from digits.py.
 """
 import argparse
+import os  # kolo
+import sys  # kolo
 
 import torch
 import torch.nn.functional as F
@@ -23,8 +25,11 @@ args = parser.parse_args()
 kolo.init()  # kolo
 torch.set_num_threads(max(1, torch.get_num_threads() // kolo.local_size()))  # kolo: share the host's cores
 device = torch.device("cuda" if torch.cuda.is_available() and not args.no_cuda else "cpu")
-if device.type == "cuda":
-    torch.cuda.set_device(kolo.local_rank() % torch.cuda.device_count())  # kolo: one GPU per rank
+if device.type == "cuda":  # kolo: one GPU per rank (NCCL refuses two ranks on one GPU of a host)
+    if kolo.local_rank() >= torch.cuda.device_count() and "NCCL_HOSTID" not in os.environ:
+        sys.exit("rank %d: local rank %d has no GPU of its own (this host has %d): start at most that many ranks "
+                 "per host, or pass --no-cuda" % (kolo.rank(), kolo.local_rank(), torch.cuda.device_count()))
+    torch.cuda.set_device(kolo.local_rank() % torch.cuda.device_count())  # shared only as NCCL_HOSTID's hosts
 
 digits = load_digits()
 x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0

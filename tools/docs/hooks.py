@@ -8,7 +8,7 @@
    read on GitHub. MkDocs cannot check them, so this does: a target missing from the checkout fails
    the build under `--strict` (a warning), as a broken link between pages does. In the site they point
    at `repo_url`'s copy where mkdocs.yml sets one, else at the file in this checkout (the site is built
-   inside it, build-docs/site).
+   inside it, build-docs/site). A link's #anchor into a Markdown file is checked against its headings.
 """
 import html
 import logging
@@ -150,6 +150,20 @@ def on_files(files, config):
 LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 
 
+_anchors = {}
+
+
+def anchors_of(path):
+    """The ids MkDocs' toc gives the headings of a Markdown file (fenced code left out), cached."""
+    if path not in _anchors:
+        from markdown.extensions.toc import slugify
+        with open(path, encoding="utf-8") as f:
+            text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
+        headings = re.findall(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.M)
+        _anchors[path] = {slugify(re.sub(r"[`*]|\[([^]]*)\]\([^)]*\)", r"\1", h), "-") for h in headings}
+    return _anchors[path]
+
+
 def on_page_markdown(markdown, page, config, files):
     docs_dir = config["docs_dir"]
     page_dir = os.path.dirname(os.path.join(docs_dir, page.file.src_path))
@@ -165,6 +179,8 @@ def on_page_markdown(markdown, page, config, files):
         rel = os.path.relpath(full, ROOT)
         if not os.path.exists(full):
             log.warning("%s links to '%s', which is not in the repository", page.file.src_path, target)
+        elif anchor and full.endswith(".md") and anchor not in anchors_of(full):
+            log.warning("%s links to '%s', whose file has no heading '#%s'", page.file.src_path, target, anchor)
         return m.group(1) + SCHEME + rel + ("#" + anchor if anchor else "") + m.group(3)
 
     # Leave code blocks alone.
