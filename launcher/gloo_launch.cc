@@ -19,6 +19,7 @@
 #include "forwarded_environment.h"
 #include "gloo_plan.h"
 #include "gloo_rank_watch.h"
+#include "launcher_messages.h"
 #include "stop_signals.h"
 #include "store/tcp_store_client.h"
 #include "store/tcp_store_server.h"
@@ -85,7 +86,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
     for (std::string& w : words) args.push_back(&w[0]);
     args.push_back(nullptr);
     execvp(args[0], args.data());
-    std::cerr << "kolorun: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
+    say() << "cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
     _exit(127);
   }
   setpgid(pid, pid);  // as the child does: whichever runs first
@@ -143,7 +144,7 @@ bool refuses_mpirun_options(const LaunchOptions& options) {
                                     {options.tcp, "--tcp"},
                                     {options.timestamp_output, "--prefix-output-with-timestamp"}}) {
     if (given) {
-      std::cerr << "kolorun: " << name << " is mpirun's option, and kolorun --gloo starts no mpirun\n";
+      say() << name << " is mpirun's option, and kolorun --gloo starts no mpirun\n";
       return true;
     }
   }
@@ -175,7 +176,7 @@ bool start_by_srun(const LaunchOptions& options, const GlooStoreAddress& store, 
   std::string error;
   const pid_t pid = spawn(argv, job_env, "", "", &error);
   if (pid < 0) {
-    std::cerr << "kolorun: cannot start srun: " << error << "\n";
+    say() << "cannot start srun: " << error << "\n";
     return false;
   }
   running->push_back({pid, -1, "the allocation"});
@@ -205,7 +206,7 @@ bool start_each_rank(const LaunchOptions& options, const Machine& machine, const
                               : spawn(remote_rank_argv(options, r.host, dir, options.command), {},
                                       remote_environment_lines(env), output_dir, &error);
     if (pid < 0) {
-      std::cerr << "kolorun: cannot start rank " << r.rank << " on " << r.host << ": " << error << "\n";
+      say() << "cannot start rank " << r.rank << " on " << r.host << ": " << error << "\n";
       for (const Running& p : *running) kill(p.pid, SIGKILL);
       return false;
     }
@@ -235,7 +236,7 @@ int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm
   const Status started = TcpStoreServer::start(store.host == "127.0.0.1" ? "127.0.0.1" : "0.0.0.0", 0, store.token,
                                                &server);
   if (!started.ok()) {
-    std::cerr << "kolorun: " << started.message() << "\n";
+    say() << started.message() << "\n";
     return 2;
   }
   store.port = server->port();
@@ -246,7 +247,7 @@ int run_gloo(const LaunchOptions& options, const Machine& machine, bool in_slurm
     return 2;
   }
   if (options.verbose) {
-    std::cerr << "kolorun: " << running.size() << " process(es) started; the job's store at " << store.host << ":"
+    say() << running.size() << " process(es) started; the job's store at " << store.host << ":"
               << store.port << "\n";
   }
   return watch_ranks(running, *server, store, in_place(options));

@@ -6,10 +6,10 @@
 
 #include <chrono>
 #include <cstring>
-#include <iostream>
 #include <map>
 #include <memory>
 
+#include "launcher_messages.h"
 #include "stop_signals.h"
 #include "store/tcp_store_client.h"
 
@@ -85,10 +85,10 @@ int watch_ranks(const std::vector<Running>& running, const TcpStoreServer& serve
         // The last to end decides: the survivors end after the ranks they outlived.
         result = exit_code(status);
         if (failed && stopping_since < 0 && !alive.empty()) {
-          std::cerr << "kolorun: " << who(*p) << " " << exit_text(status) << ": the others go on in place\n";
+          say() << who(*p) << " " << exit_text(status) << ": the others go on in place\n";
         }
       } else if (failed && stopping_since < 0) {
-        std::cerr << "kolorun: " << who(*p) << " " << exit_text(status) << ": ending the job\n";
+        say() << who(*p) << " " << exit_text(status) << ": ending the job\n";
         result = exit_code(status);
         stop("rank " + std::to_string(p->rank) + " " + exit_text(status));
       }

@@ -17,6 +17,7 @@
 #include "kolo_build_choices.h"
 #include "launch_checks.h"
 #include "launch_options.h"
+#include "launcher_messages.h"
 #include "mpirun_command.h"
 #include "mpirun_process.h"
 #include "slurm_allocation.h"
@@ -28,7 +29,7 @@ using namespace kolo::launcher;
 namespace {
 
 int fail(const std::string& message) {
-  std::cerr << "kolorun: " << message << "\n";
+  say() << message << "\n";
   return 2;
 }
 
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
       const std::vector<std::string> unreachable =
           unreachable_hosts(hosts, machine.hostname, options.rsh_agent, options.ssh_args(),
                             options.start_timeout_seconds);
-      for (const std::string& m : unreachable) std::cerr << "kolorun: " << m << "\n";
+      for (const std::string& m : unreachable) say() << m << "\n";
       if (!unreachable.empty()) return 2;
     }
   }
@@ -145,6 +146,6 @@ int main(int argc, char** argv) {
     std::cout << command_text(cmd) << "\n";
     return 0;
   }
-  if (options.verbose) std::cerr << "kolorun: " << command_text(cmd) << "\n";
+  if (options.verbose) say() << command_text(cmd) << "\n";
   return fail(exec_mpirun(machine.mpirun, cmd));
 }
