@@ -3,9 +3,10 @@
 # Debian torch 1.13 the main suite uses: a virtual environment without Debian's packages (.venv-torch2),
 # kolo from build/ (its Python module is built for Debian's Python 3.11, which the venv shares), then the
 # Python suite at 2 and 3 ranks (torch.compile's test runs here) and kolo's import-order checks
-# (tests/bindings/loading); then the Gloo world under torchrun (tests/system/gloo/test_torchrun.py) and kolo's
-# store against torch's TCPStore both ways (test_tcp_store_torch.py). Idempotent: an environment already there
-# is reused.
+# (tests/bindings/loading) and the kolo backend of torch.distributed (tests/bindings/torch_backend); then the Gloo
+# world under torchrun (tests/system/gloo/test_torchrun.py), kolo's store against torch's TCPStore both ways
+# (test_tcp_store_torch.py), and init_process_group("kolo") under each launcher (tests/system/torch_backend).
+# Idempotent: an environment already there is reused.
 #
 #   tests/torch2.sh [BUILD_DIR]      (default build)
 set -eu
@@ -29,8 +30,12 @@ export TORCHINDUCTOR_CACHE_DIR="$venv/inductor-cache"
 KOLO_LOADING_PYTHON="$venv/bin/python" timeout 300 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/bindings/loading
 for np in 2 3; do
   timeout 600 mpirun -np $np --oversubscribe "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=180 tests/bindings/torch
+  # torch.distributed on the kolo backend (init_process_group("kolo")): ops, DDP, FSDP2, ZeroRedundancyOptimizer.
+  timeout 300 mpirun -np $np --oversubscribe "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=120 \
+    tests/bindings/torch_backend
 done
 if [ -x "$build/tests/kolo_store_tool" ]; then
   KOLO_BUILD_DIR="$build" KOLO_STORE_TOOL="$build/tests/kolo_store_tool" timeout 900 "$venv/bin/python" -m pytest -q \
-    -p no:cacheprovider tests/system/gloo/test_torchrun.py tests/system/gloo/test_tcp_store_torch.py
+    -p no:cacheprovider tests/system/gloo/test_torchrun.py tests/system/gloo/test_tcp_store_torch.py \
+    tests/system/torch_backend
 fi

@@ -25,6 +25,11 @@ from kolo.torch.mpi_ops import (allgather, allgather_async, allreduce, allreduce
 from kolo.torch.optimizer import DistributedOptimizer
 from kolo.torch.sync_batch_norm import SyncBatchNorm
 from kolo.torch import elastic  # noqa: E402 (Horovod's hvd.elastic)
+from kolo.torch import backend as _backend
+
+import torch.distributed as _dist
+if _dist.is_available():
+    _backend.register()  # dist.init_process_group("kolo")
 
 # The shared names, then what every binding supplies itself (exports.PER_BINDING), then this one's own.
 __all__ = _exports.__all__ + ["allreduce", "allgather", "broadcast", "reducescatter", "Compression", "broadcast_object",

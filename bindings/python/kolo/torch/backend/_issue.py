@@ -1,0 +1,20 @@
+"""How a collective's kolo op becomes torch's Work: finished now (a blocking call, or a GPU op, which is then
+ordered on the caller's stream), or in flight until wait() or its future."""
+from kolo.torch._handles import synchronize
+from kolo.torch.backend._work import KoloWork, done_work
+
+
+def blocking(opts):
+    """torch 2.x says whether the caller waits at once (async_op=False); without that, as async."""
+    return opts is not None and getattr(opts, "asyncOp", True) is False
+
+
+def issue(handle, finish, sample, opts):
+    """Work for the kolo op `handle`; finish(kolo's output) makes the result (the tensors torch hands back)."""
+    if sample.is_cuda:
+        # Waits until kolo has launched the op, then orders the current stream after it; the future's
+        # devices make torch record that stream for whoever uses the result.
+        return done_work(finish(synchronize(handle)), [sample.device])
+    if blocking(opts):
+        return done_work(finish(synchronize(handle)))
+    return KoloWork(handle, finish)

@@ -1,0 +1,149 @@
+"""The collectives that move data without reducing it: broadcast, the allgathers, gather, scatter, the alltoalls,
+and barrier. kolo has no gather or scatter of its own: they run as an allgather and a broadcast (every rank
+moves what the root does), which gives the same results."""
+import torch
+
+from kolo._abi import INVALID_ARGUMENT, _C
+from kolo._errors import KoloValueError
+from kolo.torch._broadcast import broadcast_async_
+from kolo.torch._handles import _group_handle, _handles
+from kolo.torch._row_collectives import _allgather_into_async, alltoall_async
+from kolo.torch.backend._issue import issue
+
+
+def _refuse(collective, text, *args):
+    raise KoloValueError(("%s on rank %d: " + text) % ((collective, _C.rank()) + args), INVALID_ARGUMENT)
+
+
+def _flat(tensor, collective, role):
+    if not tensor.is_contiguous():
+        _refuse(collective, "the %s tensor is not contiguous", role)
+    return tensor.view(-1)
+
+
+def broadcast(group, tensors, opts):
+    root = group.job_rank(opts.rootRank, "broadcast")
+    handles = [broadcast_async_(t, root, process_set=group.process_set) for t in tensors]
+    return issue(handles[0] if len(handles) == 1 else _group_handle(handles), lambda _: tensors, tensors[0], opts)
+
+
+def _gather_handle(group, output, input, collective):
+    """Every rank's `input` into `output`, by rank (output: the inputs concatenated or stacked)."""
+    if output.numel() != group.size() * input.numel():
+        _refuse(collective, "the output has %d elements, not %d ranks x the input's %d", output.numel(), group.size(),
+                input.numel())
+    if output.dtype != input.dtype:
+        _refuse(collective, "the output's dtype %s is not the input's %s", output.dtype, input.dtype)
+    return _allgather_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), None,
+                                 group.process_set)
+
+
+def all_gather_single(group, output, input, opts):
+    return issue(_gather_handle(group, output, input, "all_gather_into_tensor"), lambda _: [output], output, opts)
+
+
+def all_gather_single_coalesced(group, outputs, inputs, opts):
+    handles = [_gather_handle(group, o, i, "all_gather_into_tensor_coalesced") for o, i in zip(outputs, inputs)]
+    return issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts)
+
+
+def _gather_into_list(group, outputs, input, collective):
+    """A handle gathering every rank's `input`, and what copies the ranks' parts into `outputs` (a list)."""
+    if len(outputs) != group.size():
+        _refuse(collective, "%d output tensors for a group of %d ranks", len(outputs), group.size())
+    for o in outputs:
+        if o.numel() != input.numel():
+            _refuse(collective, "an output tensor of %d elements for an input of %d", o.numel(), input.numel())
+    whole = input.new_empty((group.size() * input.numel(),))
+    handle = _gather_handle(group, whole, input.contiguous(), collective)
+
+    def copy_out():
+        for part, o in zip(whole.chunk(group.size()), outputs):
+            o.copy_(part.view_as(o))
+        return outputs
+    return handle, copy_out
+
+
+def allgather(group, output_lists, inputs, opts):
+    if len(inputs) != 1:
+        return allgather_coalesced(group, output_lists, inputs, opts)
+    handle, copy_out = _gather_into_list(group, output_lists[0], inputs[0], "all_gather")
+    return issue(handle, lambda _: copy_out(), inputs[0], opts)
+
+
+def allgather_coalesced(group, output_lists, inputs, opts):
+    parts = [_gather_into_list(group, outs, i, "all_gather_coalesced") for outs, i in zip(output_lists, inputs)]
+    return issue(_group_handle([h for h, _ in parts]), lambda _: [copy() for _, copy in parts], inputs[0], opts)
+
+
+def gather(group, output_lists, inputs, opts):
+    root = opts.rootRank
+    outputs = output_lists[0] if group.rank() == root else [torch.empty_like(inputs[0]) for _ in range(group.size())]
+    handle, copy_out = _gather_into_list(group, outputs, inputs[0], "gather")
+    return issue(handle, lambda _: copy_out() if group.rank() == root else [], inputs[0], opts)
+
+
+def gather_single(group, output, input, opts):
+    target = output if group.rank() == opts.rootRank else input.new_empty((group.size() * input.numel(),))
+    return issue(_gather_handle(group, target, input.contiguous(), "gather_into_tensor"), lambda _: [output], input,
+                 opts)
+
+
+def scatter(group, outputs, input_lists, opts):
+    output = outputs[0]
+    root = group.job_rank(opts.rootRank, "scatter")
+    if group.rank() == opts.rootRank:
+        if len(input_lists[0]) != group.size():
+            _refuse("scatter", "%d input tensors for a group of %d ranks", len(input_lists[0]), group.size())
+        whole = torch.cat([t.reshape(-1) for t in input_lists[0]])
+    else:
+        whole = output.new_empty((group.size() * output.numel(),))
+    handle = broadcast_async_(whole, root, process_set=group.process_set)
+    mine = group.rank()
+
+    def copy_out(_):
+        output.copy_(whole.chunk(group.size())[mine].view_as(output))
+        return [output]
+    return issue(handle, copy_out, output, opts)
+
+
+def all_to_all_single(group, output, input, output_splits, input_splits, opts):
+    """Rows (the first dimension) of `input` to each rank, by input_splits (evenly without), into `output`."""
+    handle = alltoall_async(input.contiguous(), list(input_splits) or None, None, group.process_set)
+
+    def copy_out(result):
+        received, splits = result
+        if output_splits and [int(s) for s in splits.tolist()] != [int(s) for s in output_splits]:
+            _refuse("all_to_all_single", "received rows %s, but output_split_sizes says %s", splits.tolist(),
+                    list(output_splits))
+        if received.numel() != output.numel():
+            _refuse("all_to_all_single", "received %d elements into an output of %d", received.numel(),
+                    output.numel())
+        output.copy_(received.view_as(output))
+        return [output]
+    return issue(handle, copy_out, input, opts)
+
+
+def all_to_all(group, outputs, inputs, opts):
+    """A list of tensors to each rank, and one from each: as rows of one flat tensor."""
+    if len(inputs) != group.size() or len(outputs) != group.size():
+        _refuse("all_to_all", "%d input and %d output tensors for a group of %d ranks", len(inputs), len(outputs),
+                group.size())
+    flat = torch.cat([t.reshape(-1) for t in inputs])
+    handle = alltoall_async(flat, [t.numel() for t in inputs], None, group.process_set)
+
+    def copy_out(result):
+        received, splits = result
+        if [int(s) for s in splits.tolist()] != [o.numel() for o in outputs]:
+            _refuse("all_to_all", "received %s elements from the ranks for outputs of %s", splits.tolist(),
+                    [o.numel() for o in outputs])
+        for part, o in zip(received.split([o.numel() for o in outputs]), outputs):
+            o.copy_(part.view_as(o))
+        return outputs
+    return issue(handle, copy_out, inputs[0], opts)
+
+
+def barrier(group, opts):
+    handle = _handles.add(_C.barrier_async(group.process_set_id), (), lambda _: None)
+    sample = torch.empty(0)
+    return issue(handle, lambda _: [], sample, opts)

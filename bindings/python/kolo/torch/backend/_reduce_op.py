@@ -1,0 +1,30 @@
+"""torch.distributed's ReduceOp as kolo's reduce op: the ones kolo has, and a clear refusal of the others."""
+import torch.distributed as dist
+
+from kolo._abi import INVALID_ARGUMENT, _C
+from kolo._errors import KoloValueError
+from kolo.torch._reduce_ops import Average, Max, Min, Product, Sum
+
+_KOLO_OF = {
+    dist.ReduceOp.SUM: Sum,
+    dist.ReduceOp.AVG: Average,
+    dist.ReduceOp.PRODUCT: Product,
+    dist.ReduceOp.MIN: Min,
+    dist.ReduceOp.MAX: Max,
+}
+
+
+def kolo_op(op, collective):
+    """kolo's op for `op` (a ReduceOp, or its RedOpType); refused at once, naming it, where kolo has none."""
+    for torch_op, ours in _KOLO_OF.items():
+        if op == torch_op:
+            return ours
+    raise KoloValueError("%s on rank %d: kolo reduces with SUM, AVG, PRODUCT, MIN and MAX, not %s"
+                         % (collective, _C.rank(), _op_text(op)), INVALID_ARGUMENT)
+
+
+def _op_text(op):
+    for name in ("BAND", "BOR", "BXOR", "PREMUL_SUM", "UNUSED"):
+        if hasattr(dist.ReduceOp, name) and op == getattr(dist.ReduceOp, name):
+            return "ReduceOp." + name
+    return repr(op)

@@ -1,0 +1,81 @@
+"""The collectives that reduce: all_reduce (and coalesced), reduce, reduce_scatter (list and single tensor)."""
+import torch
+import torch.distributed as dist
+
+from kolo._abi import INVALID_ARGUMENT, _C
+from kolo._errors import KoloValueError
+from kolo.torch._allreduce import allreduce_, allreduce_async_
+from kolo.torch._handles import _group_handle
+from kolo.torch._row_collectives import _reducescatter_into_async
+from kolo.torch.backend._issue import blocking, issue
+from kolo.torch.backend._reduce_op import kolo_op
+from kolo.torch.backend._work import done_work
+
+
+def _op(opts, collective):
+    return kolo_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, collective)
+
+
+def allreduce(group, tensors, opts):
+    op = _op(opts, "all_reduce")
+    if len(tensors) == 1:
+        t = tensors[0]
+        if blocking(opts) and not t.is_cuda:
+            # kolo's own blocking call: one call into the engine, no handle (a metric's or a loss's path).
+            allreduce_(t, op=op, process_set=group.process_set)
+            return done_work(tensors)
+        return issue(allreduce_async_(t, op=op, process_set=group.process_set), lambda _: tensors, t, opts)
+    return allreduce_coalesced(group, tensors, opts)
+
+
+def allreduce_coalesced(group, tensors, opts):
+    op = _op(opts, "all_reduce_coalesced")
+    handles = [allreduce_async_(t, op=op, process_set=group.process_set) for t in tensors]
+    return issue(_group_handle(handles), lambda _: tensors, tensors[0], opts)
+
+
+def reduce(group, tensors, opts):
+    """An allreduce whose result only the root keeps (the others' tensors stay as they were, as Gloo's do)."""
+    op = _op(opts, "reduce")
+    t = tensors[0]
+    root = group.job_rank(opts.rootRank, "reduce")
+    target = t if _C.rank() == root else t.clone()
+    return issue(allreduce_async_(target, op=op, process_set=group.process_set), lambda _: tensors, t, opts)
+
+
+def _flat(tensor, collective, role):
+    if not tensor.is_contiguous():
+        raise KoloValueError("%s on rank %d: the %s tensor is not contiguous" % (collective, _C.rank(), role),
+                             INVALID_ARGUMENT)
+    return tensor.view(-1)
+
+
+def _reduce_scatter_handle(group, output, input, op, collective):
+    """input: every rank's block, concatenated (or stacked); output: this rank's block of the reduction."""
+    n = group.size()
+    if input.numel() != n * output.numel():
+        raise KoloValueError("%s on rank %d: the input has %d elements, not %d ranks x the output's %d"
+                             % (collective, _C.rank(), input.numel(), n, output.numel()), INVALID_ARGUMENT)
+    return _reducescatter_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), None,
+                                     op, group.process_set)
+
+
+def reduce_scatter_single(group, output, input, opts, collective="reduce_scatter_tensor"):
+    handle = _reduce_scatter_handle(group, output, input, _op(opts, collective), collective)
+    return issue(handle, lambda _: [output], output, opts)
+
+
+def reduce_scatter(group, outputs, input_lists, opts):
+    output, inputs = outputs[0], input_lists[0]
+    if len(inputs) != group.size():
+        raise KoloValueError("reduce_scatter on rank %d: %d input tensors for a group of %d ranks"
+                             % (_C.rank(), len(inputs), group.size()), INVALID_ARGUMENT)
+    joined = torch.cat([t.reshape(-1) for t in inputs])
+    return reduce_scatter_single(group, output, joined, opts, "reduce_scatter")
+
+
+def reduce_scatter_coalesced(group, outputs, inputs, opts):
+    collective = "reduce_scatter_tensor_coalesced"
+    op = _op(opts, collective)
+    handles = [_reduce_scatter_handle(group, o, i, op, collective) for o, i in zip(outputs, inputs)]
+    return issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts)

@@ -1,0 +1,114 @@
+"""torch.distributed's Work over a kolo op: wait(), is_completed(), and the future DDP's comm hooks chain on.
+
+An op's result is made once, by whichever thread gets there first: the caller's wait(), or, for an op whose
+future was asked for, the completion thread (nobody else would complete a future that torch waits on in C++).
+"""
+import queue
+import threading
+
+import torch
+import torch.distributed as dist
+
+from kolo._errors import KoloError
+from kolo.torch._handles import poll, synchronize
+
+
+class KoloWork(dist._Work):
+    def __init__(self, handle=None, finish=None, result=None, devices=None):
+        super().__init__()
+        self._lock = threading.Lock()
+        self._handle = handle
+        self._finish = finish
+        self._done = handle is None
+        self._result = result
+        self._error = None
+        self._future = None
+        self._devices = devices or []
+
+    def _complete(self):
+        with self._lock:
+            if not self._done:
+                try:
+                    output = synchronize(self._handle)
+                    self._result = self._finish(output) if self._finish is not None else output
+                except BaseException as e:  # the op's failure belongs to whoever waits for it
+                    self._error = e
+                self._done = True
+                future = self._future
+            else:
+                future = None
+        if future is not None:
+            future.set_result(None)
+
+    def wait(self, timeout=None):
+        # kolo's peer watch bounds the wait (KOLO_PEER_TIMEOUT_SECONDS); torch's per-op timeout is not kolo's.
+        self._complete()
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def is_completed(self):
+        if self._done:
+            return True
+        try:
+            return bool(poll(self._handle))
+        except ValueError:  # taken by the completion thread, which is waiting for it now
+            return self._done
+
+    def is_success(self):
+        return self.is_completed() and self._error is None
+
+    def exception(self):
+        return self._error
+
+    def result(self):
+        self.wait()
+        return self._result if isinstance(self._result, list) else [self._result]
+
+    def get_future(self):
+        # The future handed out is a callback's, so that a failed op is an error C++ sees (DDP's reducer reads the
+        # value in C++): Future.set_exception from Python stores the exception as the value.
+        with self._lock:
+            if self._future is not None:
+                return self._outcome_future
+            self._future = torch.futures.Future(devices=self._devices) if self._devices else torch.futures.Future()
+            self._outcome_future = self._future.then(self._outcome)
+            future, done = self._future, self._done
+        if done:
+            future.set_result(None)
+        else:
+            _completions.put(self)
+        return self._outcome_future
+
+    def _outcome(self, _):
+        if self._error is not None:
+            raise self._error if isinstance(self._error, Exception) else KoloError(str(self._error))
+        return self._result
+
+
+def done_work(result, devices=None):
+    """A Work for an op that has finished already (a blocking call, or a GPU op now ordered on its stream)."""
+    return KoloWork(None, None, result, devices)
+
+
+class _Completions:
+    """One thread that completes, in order, the ops whose future someone holds."""
+
+    def __init__(self):
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
+
+    def put(self, work):
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kolo-torch-futures", daemon=True)
+                self._thread.start()
+        self._queue.put(work)
+
+    def _run(self):
+        while True:
+            self._queue.get()._complete()
+
+
+_completions = _Completions()
