@@ -48,3 +48,10 @@ def test_a_gather_output_of_the_wrong_size_is_refused(rank, size):
                                         r"x the input's 2" % (rank, size)):
         dist.all_gather_into_tensor(torch.empty(3), torch.ones(2))
     world_still_works(size)
+
+
+def test_a_group_of_another_backend_is_refused_naming_why(rank, size):
+    with pytest.raises(KoloError, match=r"new_group\(backend='gloo'\) on rank %d: with kolo as the default group's "
+                                        r"backend" % rank):
+        dist.new_group(backend="gloo")
+    world_still_works(size)

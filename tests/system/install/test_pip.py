@@ -130,6 +130,10 @@ class TestTorchEnvironment:
             assert output("python", "-c", "import %s, %s; print('ok')" % (first, second)) == "ok\n"
         # kolo.run (horovod.run) finds the installed kolorun, and pip brought its cloudpickle.
         assert output("python", "-c", "import kolo; print(kolo.run(abs, args=(-2,), num_proc=2))") == "[2, 2]\n"
+        # torch finds the kolo backend through its entry point, with no import of kolo (torchrun gives MASTER_ADDR).
+        assert output("torchrun", "--standalone", "--nproc_per_node", "2", "--no-python", "python", "-c",
+                      "import torch, torch.distributed as d; d.init_process_group('kolo'); t = torch.ones(1); "
+                      "d.all_reduce(t); print(d.get_backend(), t.item())") == "kolo 2.0\nkolo 2.0\n"
         size = run(["du", "-sk", torch_venv.site_packages() / "kolo"], timeout=60).stdout.split()[0]
         print("installed: %s KiB in %s" % (size, torch_venv.site_packages() / "kolo"))
 

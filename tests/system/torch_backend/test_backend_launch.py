@@ -91,3 +91,33 @@ def test_a_world_kolo_disagrees_with_is_refused_naming_both(tmp_path):
     assert all(r.returncode != 0 for r in results), text[-3000:]
     assert re.search(r"init_process_group\('kolo'\) on rank \d: torch's world has 3 ranks .* kolo's world has 2", text) \
         or "WORLD_SIZE" in text, text[-3000:]
+
+
+GLOO_DEFAULT = """
+import torch, torch.distributed as dist, kolo.torch
+dist.init_process_group("gloo")
+kolo_group = dist.new_group(backend="kolo")
+t = torch.full((3,), float(dist.get_rank() + 1))
+dist.all_reduce(t, group=kolo_group)
+g = torch.full((3,), float(dist.get_rank() + 1))
+dist.all_reduce(g)
+refusal = "none (not a member)"
+try:
+    dist.new_group([0], backend="kolo")
+except Exception as e:
+    refusal = str(e)
+print("rank %d kolo %s gloo %s" % (dist.get_rank(), t.tolist(), g.tolist()), flush=True)
+print("rank %d refusal: %s" % (dist.get_rank(), refusal), flush=True)
+"""
+
+
+def test_a_kolo_group_beside_a_gloo_default_group(tmp_path):
+    program = tmp_path / "beside.py"
+    program.write_text(GLOO_DEFAULT)
+    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          str(program)], capture_output=True, text=True, timeout=180, env=clean_env())
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    for r in range(2):
+        assert "rank %d kolo [3.0, 3.0, 3.0] gloo [3.0, 3.0, 3.0]" % r in job.stdout
+    assert re.search(r"rank 0 refusal: new_group\(ranks=\[0\], backend='kolo'\) on rank 0: torch makes this group "
+                     r"on its members only", job.stdout), job.stdout[-3000:]

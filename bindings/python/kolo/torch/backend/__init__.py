@@ -30,9 +30,9 @@ def _create(options, pg_options=None):
                 "launcher's WORLD_SIZE and RANK, or the arguments), kolo's world has %d (this one rank %d)"
                 % (_C.rank(), size, rank, _C.size(), _C.rank()), INVALID_ARGUMENT)
         raise KoloValueError(
-            "new_group(ranks=%s) on rank %d: this torch makes a group's backend on its members only, and kolo's "
-            "process sets are made by every rank: subgroups of the kolo backend need a torch whose default group "
-            "makes them (2.15 does, 2.4 does not)"
+            "new_group(ranks=%s, backend='kolo') on rank %d: torch makes this group on its members only, and kolo's "
+            "process sets are made by every rank. A kolo group of some ranks is made by a kolo default group (torch "
+            "2.15 hands it new_group; 2.4 does not); with another default group, a kolo group has every rank"
             % (ranks, _C.rank()), INVALID_ARGUMENT)
     if rank != _C.rank():
         raise KoloValueError("init_process_group('kolo'): torch says this is rank %d (its launcher's RANK, or the "

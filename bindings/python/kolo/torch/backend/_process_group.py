@@ -48,7 +48,13 @@ class KoloProcessGroup(dist.ProcessGroup):
     # ---- groups -----------------------------------------------------------------------------------
     def new_group(self, ranks, timeout=None, backend=None, pg_options=None, group_name=None, group_desc=None):
         """torch's new_group, on every rank: a kolo process set of those ranks (None where this rank is not one)."""
-        ranks = sorted(int(r) for r in ranks)
+        if backend is not None and str(backend).lower() not in ("kolo", "undefined"):
+            # torch 2.15 hands every new_group to the default group's, whatever its backend.
+            raise KoloValueError("new_group(backend=%r) on rank %d: with kolo as the default group's backend, torch "
+                                 "lets kolo make every group, and kolo makes kolo groups only: make the default "
+                                 "group with %r and kolo's with dist.new_group(backend='kolo')"
+                                 % (str(backend), _C.rank(), str(backend)), INVALID_ARGUMENT)
+        ranks = sorted(int(r) for r in (range(_C.size()) if ranks is None else ranks))
         if ranks == list(range(_C.size())):
             process_set = global_process_set
         else:
@@ -146,8 +152,8 @@ class KoloProcessGroup(dist.ProcessGroup):
 
 def _no_point_to_point(what):
     return KoloValueError("%s on rank %d: the kolo backend has collectives only, no point-to-point ops (send, recv, "
-                          "isend, irecv, batch_isend_irecv): use a gloo or nccl group for them "
-                          "(dist.new_group(backend='gloo'))" % (what, _C.rank()), INVALID_ARGUMENT)
+                          "isend, irecv, batch_isend_irecv): make the default group gloo's or nccl's for them, and kolo's "
+                          "group with dist.new_group(backend='kolo')" % (what, _C.rank()), INVALID_ARGUMENT)
 
 
 def _list(tensors):

@@ -1,0 +1,69 @@
+"""torch.distributed's all_reduce on the kolo backend, beside Gloo's and kolo.torch's own allreduce_, in one job:
+4 B to 64 MiB of float32, blocking. The default group is Gloo's and the kolo group every rank's
+(dist.new_group(backend="kolo")); the three calls take turns in blocks, each op timed between barriers (a step
+lasts until the slowest rank has it; the barrier is kolo's, outside the timing); medians and ratios.
+
+    torchrun --standalone --nproc_per_node 2 benchmarks/torch_backend_allreduce.py [--scale 1.0]
+    kolorun --gloo -np 4 python benchmarks/torch_backend_allreduce.py
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import kolo.torch as kolo
+
+SIZES = [4, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--scale", type=float, default=1.0, help="multiplies every size's op count")
+args = parser.parse_args()
+
+dist.init_process_group("gloo")
+kolo_group = dist.new_group(backend="kolo")
+rank, size = dist.get_rank(), dist.get_world_size()
+
+
+def ops_for(nbytes):
+    return max(6, int(args.scale * min(2000, (256 << 20) // max(nbytes, 1 << 12) // 4)))
+
+
+def timed(step):
+    kolo.barrier()
+    start = time.perf_counter()
+    step()
+    spent = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+    kolo.allreduce_(spent, op=kolo.Max, name="timing")
+    return spent.item()
+
+
+CALLS = {
+    "gloo": lambda t: dist.all_reduce(t),
+    "kolo backend": lambda t: dist.all_reduce(t, group=kolo_group),
+    "kolo.torch allreduce_": lambda t: kolo.allreduce_(t, op=kolo.Sum),
+}
+
+rows = []
+for nbytes in SIZES:
+    tensor = torch.ones(nbytes // 4)
+    n = ops_for(nbytes)
+    block = max(1, n // 10)
+    times = {name: [] for name in CALLS}
+    for call in CALLS.values():  # warm-up: each path's first ops (connections, buffers)
+        for _ in range(3):
+            call(tensor)
+    for start in range(0, n, block):
+        for name, call in CALLS.items():
+            for _ in range(min(block, n - start)):
+                times[name].append(timed(lambda: call(tensor)))
+    rows.append((nbytes, {name: statistics.median(t) for name, t in times.items()}))
+
+if rank == 0:
+    print("torch %s, %d ranks; median seconds per blocking all_reduce of float32, and ratios" % (torch.__version__, size))
+    print("%10s %12s %12s %12s %16s %14s" % ("bytes", "gloo", "kolo backend", "kolo.torch", "backend/own", "backend/gloo"))
+    for nbytes, m in rows:
+        own, backend, gloo = m["kolo.torch allreduce_"], m["kolo backend"], m["gloo"]
+        print("%10d %12.3g %12.3g %12.3g %16.2f %14.3f" % (nbytes, gloo, backend, own, backend / own, backend / gloo))
+dist.destroy_process_group()
