@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "default_hostfile.h"
 #include "elastic_launch.h"
 #include "gloo_launch.h"
 #include "kolo/c_api.h"
@@ -92,6 +93,10 @@ int main(int argc, char** argv) {
   const bool in_allocation =
       find_slurm_allocation([](const char* name) { return std::getenv(name); }, &allocation, &error);
   if (!error.empty() && wants_allocation(options)) return fail(error);
+  if (!in_allocation && !take_default_hostfile([](const char* name) { return std::getenv(name); }, &options, &error) &&
+      !error.empty()) {
+    return fail(error);
+  }
   if (!settle_rank_count(in_allocation ? &allocation : nullptr, &options, &error)) return fail(error);
 
   Machine machine;

@@ -262,3 +262,14 @@ def test_version_is_the_projects():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+def test_the_hostfile_an_mpi_operator_names_gives_the_hosts_and_the_rank_count(tmp_path):
+    # A Kubeflow MPIJob's launcher pod: no -H, no -np; the operator's hostfile says where and how many.
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("localhost slots=2\n")
+    env = dict(os.environ, OMPI_MCA_orte_default_hostfile=str(hostfile))
+    job = kolorun(str(EXAMPLE / "logistic_regression_kolo"), env=env)
+    assert job.returncode == 0, job.stderr
+    single = subprocess.run([str(EXAMPLE / "logistic_regression")], capture_output=True, text=True, timeout=60)
+    assert job.stdout == single.stdout
