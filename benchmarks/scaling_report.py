@@ -175,23 +175,25 @@ def pyplot():
     return plt
 
 
-def plot_measured(measured, out):
-    plt = pyplot()
+def measured_series(measured):
+    """The points measured (keys), and per mode [(point's index, images/s, efficiency %)]; also the docs' SVG's."""
     keys = [k for k in ("1", "2", "4", "2x2") if measured.get(k, (None,))[0] is not None]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    base = seconds(measured["1"][0], "kolo, flat")
-    ranks = {"1": 1, "2": 2, "4": 4, "2x2": 4}
-    for mode, style in zip(MODES, ("o-", "s-", "^--")):
-        xs, thr, eff = [], [], []
+    base, series = seconds(measured["1"][0], "kolo, flat"), {mode: [] for mode in MODES}
+    for mode in MODES:
         for i, k in enumerate(keys):
             t = seconds(measured[k][0], mode) or (seconds(measured[k][0], "kolo, flat") if k == "1" else None)
-            if t is None:
-                continue
-            xs.append(i)
-            thr.append(ranks[k] * measured[k][0]["batch"] / t)
-            eff.append(100.0 * base / t)
-        left.plot(xs, thr, style, label=mode)
-        right.plot(xs, eff, style, label=mode)
+            if t is not None:
+                series[mode].append((i, measured[k][0]["ranks"] * measured[k][0]["batch"] / t, 100.0 * base / t))
+    return keys, series
+
+
+def plot_measured(measured, out):
+    plt = pyplot()
+    keys, series = measured_series(measured)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for mode, style in zip(MODES, ("o-", "s-", "^--")):
+        for ax, column in ((left, 1), (right, 2)):  # throughput, efficiency
+            ax.plot([p[0] for p in series[mode]], [p[column] for p in series[mode]], style, label=mode)
     labels = {"1": "1 rank", "2": "2 ranks", "4": "4 ranks", "2x2": "2 hosts x 2"}
     for ax, title in ((left, "throughput (images/s)"), (right, "scaling efficiency (%)")):
         ax.set_xticks(range(len(keys)), [labels[k] for k in keys])

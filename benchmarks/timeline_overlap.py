@@ -7,7 +7,9 @@ A gradient's NEGOTIATE span starts when backward has produced it (DistributedOpt
 it then), so the last such start of a step is where backward ends. The tool takes the last complete
 step of the tensors whose names start with --prefix, and reports how much of the step's collective
 time lies before that point; with --png it draws the step: one row per gradient, a dot where
-backward produced it and a bar while it was reduced.
+backward produced it and a bar while it was reduced. --excerpt writes that step's events alone, a trace
+small enough to commit (benchmarks/results/timeline_resnet18_step.json, from which
+tools/docs/figures draws the documentation's overlap and timeline figures).
 """
 import argparse
 import json
@@ -30,24 +32,59 @@ def clip(spans, end):
     return [(a, min(b, end)) for a, b in spans if a < end]
 
 
-def last_step(trace, prefix):
+def read_trace(path):
+    with open(path) as f:
+        text = f.read().rstrip()
+    return json.loads(text if text.endswith("]") else text.rstrip(",") + "]")  # a crashed job's trace lacks "]"
+
+
+def step_events(trace, prefix):
+    """{tensor name: its events of the last step}: every gradient is reduced once a step, so the last step
+    is each tensor's last NEGOTIATE and the events that follow it."""
     names = {e["pid"]: e["args"]["name"] for e in trace if e.get("ph") == "M" and e["name"] == "process_name"}
     rows = {}
     for e in trace:
-        if e.get("ph") != "X" or not names.get(e["pid"], "").startswith(prefix):
-            continue
-        rows.setdefault(names[e["pid"]], []).append(e)
-    if not rows:
+        if e.get("ph") in ("X", "i") and names.get(e["pid"], "").startswith(prefix):
+            rows.setdefault(names[e["pid"]], []).append(e)
+    if not any(e["ph"] == "X" for events in rows.values() for e in events):
         sys.exit("no spans of tensors named %s* in the trace" % prefix)
-    # Every gradient is reduced once a step: the last step is each tensor's last NEGOTIATE and the
-    # spans that follow it.
     step = {}
     for name, events in rows.items():
-        negotiates = [e for e in events if e["name"] == "NEGOTIATE"]
-        last = max(negotiates, key=lambda e: e["ts"])
-        collectives = [e for e in events if e["name"] == "COLLECTIVE" and e["ts"] >= last["ts"]]
-        step[name] = (last["ts"] / 1e3, [(c["ts"] / 1e3, (c["ts"] + c["dur"]) / 1e3) for c in collectives])
+        negotiates = [e for e in events if e["ph"] == "X" and e["name"] == "NEGOTIATE"]
+        if negotiates:
+            last = max(e["ts"] for e in negotiates)
+            step[name] = [e for e in events if e["ts"] >= last]
     return step
+
+
+def last_step(trace, prefix):
+    """{tensor name: (when backward produced it, [(start, end) of its collectives])}, in ms."""
+    step = {}
+    for name, events in step_events(trace, prefix).items():
+        ready = min(e["ts"] for e in events if e["name"] == "NEGOTIATE")
+        collectives = [e for e in events if e["name"] == "COLLECTIVE"]
+        step[name] = (ready / 1e3, [(c["ts"] / 1e3, (c["ts"] + c["dur"]) / 1e3) for c in collectives])
+    return step
+
+
+def summary(step):
+    """(first gradient, backward's end, communication's end, collective time, of it before backward's end), ms."""
+    ready = [t for t, _ in step.values()]
+    start, backward_end = min(ready), max(ready)
+    spans = [s for _, ss in step.values() for s in ss]
+    end = max(b for _, b in spans)
+    return start, backward_end, end, merged_length(spans), merged_length(clip(spans, backward_end))
+
+
+def write_excerpt(trace, prefix, path):
+    """The last step's events of the tensors named prefix*, with their tracks' names and order: a trace
+    that Perfetto and chrome://tracing open, one event a line as kolo writes them."""
+    step = step_events(trace, prefix)
+    pids = {events[0]["pid"] for events in step.values()}
+    keep = [e for e in trace if e.get("ph") == "M" and e["pid"] in pids]
+    keep += sorted((e for events in step.values() for e in events), key=lambda e: (e["ts"], e["pid"]))
+    with open(path, "w") as f:
+        f.write("[\n" + ",\n".join(json.dumps(e, separators=(",", ":")) for e in keep) + "\n]\n")
 
 
 def main():
@@ -55,17 +92,13 @@ def main():
     parser.add_argument("timeline")
     parser.add_argument("--prefix", default="grad.", help="names of the gradients' allreduces")
     parser.add_argument("--png", default="")
+    parser.add_argument("--excerpt", default="", help="write the last step's events of those tensors to this file")
     args = parser.parse_args()
-    with open(args.timeline) as f:
-        text = f.read().rstrip()
-    trace = json.loads(text if text.endswith("]") else text.rstrip(",") + "]")  # a crashed job's trace lacks "]"
+    trace = read_trace(args.timeline)
     step = last_step(trace, args.prefix)
-    ready = [t for t, _ in step.values()]
-    start, backward_end = min(ready), max(ready)
-    spans = [s for _, ss in step.values() for s in ss]
-    end = max(b for _, b in spans)
-    total = merged_length(spans)
-    overlapped = merged_length(clip(spans, backward_end))
+    start, backward_end, end, total, overlapped = summary(step)
+    if args.excerpt:
+        write_excerpt(trace, args.prefix, args.excerpt)
     print("gradients: %d; backward produced them over %.1f ms; communication ended %.1f ms after the last one"
           % (len(step), backward_end - start, end - backward_end))
     print("collective time: %.1f ms, of which %.1f ms (%.0f%%) overlapped backward"
