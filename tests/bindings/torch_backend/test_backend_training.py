@@ -8,7 +8,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "system" / "torch_backend"))
-from ddp_training import network as model, rows as data  # noqa: E402 (the launch tests' network and rows)
+from ddp_training import network as model, rows as data, train_shard  # noqa: E402 (the launch tests')
 
 STEPS = 4
 
@@ -25,11 +25,7 @@ def one_process(optimizer_class, **kwargs):
 
 
 def train(net, opt, rank, size):
-    x, y = data()
-    for _ in range(STEPS):
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(net(x[rank::size]), y[rank::size]).backward()
-        opt.step()
+    train_shard(net, opt, rank, size, STEPS)
 
 
 def assert_close(got, expected, tol=1e-12):

@@ -22,16 +22,11 @@ def loop(config):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     sys.path.insert(0, config["launch_tests"])
-    from ddp_training import STEPS, network, rows
+    from ddp_training import network, train_shard
     rank, size = dist.get_rank(), dist.get_world_size()
     net = network()
     ddp = DDP(net)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    x, y = rows()
-    for _ in range(STEPS):
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(ddp(x[rank::size]), y[rank::size]).backward()
-        opt.step()
+    train_shard(ddp, torch.optim.SGD(ddp.parameters(), lr=0.1), rank, size)
     total = float(sum(p.detach().sum() for p in net.parameters()))
     print("worker %d of %d on %s: weights sum %r" % (rank, size, dist.get_backend(), total), flush=True)
     ray.train.report({"sum": total})

@@ -29,6 +29,15 @@ def rows():
     return torch.randn(SAMPLES, 8, generator=g).double(), torch.randn(SAMPLES, 2, generator=g).double()
 
 
+def train_shard(model, opt, rank, size, steps=STEPS):
+    """`steps` steps of this rank's rows (every size-th, from its rank)."""
+    x, y = rows()
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x[rank::size]), y[rank::size]).backward()
+        opt.step()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("backend")
