@@ -29,11 +29,12 @@ if not (BUILD / "python" / "kolo").exists():
     pytest.skip("kolo's Python package was not built", allow_module_level=True)
 
 
-def on_slurm(shell_command, timeout, env=None):
-    """Runs a shell command on this machine with Slurm up on 2 emulated hosts, then tears both down.
+def on_slurm(shell_command, timeout, env=None, cpus=2):
+    """Runs a shell command on this machine with Slurm up on 2 emulated hosts of `cpus` CPUs each, then tears
+    both down.
     Past `timeout` the whole run gets SIGTERM, on which the scripts stop Slurm and the hosts (and SIGKILL
     60 s later). Returns (the finished process, whether it timed out)."""
-    job = subprocess.Popen([str(HERE / "cluster.sh"), "--hosts", "2", "--", str(HERE / "slurm.sh"), "--", "sh", "-c",
+    job = subprocess.Popen([str(HERE / "cluster.sh"), "--hosts", "2", "--", str(HERE / "slurm.sh"), "--cpus", str(cpus), "--", "sh", "-c",
                             shell_command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), **(env or {})),
                            start_new_session=True)
@@ -124,6 +125,49 @@ def test_kolorun_refuses_more_ranks_than_the_allocation_holds_and_starts_nothing
                      r"kc\d+-\[1-2\]\); nothing was started\. Ask Slurm for more \(sbatch -n\), or give -np 4 or less$",
                      job.stderr, re.M), job.stderr[-3000:]
     assert not started.exists()
+
+
+GUIDE = ROOT / "docs" / "slurm.md"
+
+
+def guide_script(job_name):
+    """The batch script in docs/slurm.md whose --job-name is `job_name`."""
+    for block in re.findall(r"```sh\n(#!/bin/bash\n.*?)```", GUIDE.read_text(), re.S):
+        if "#SBATCH --job-name=%s\n" % job_name in block:
+            return block
+    raise AssertionError("docs/slurm.md has no batch script named %s" % job_name)
+
+
+def test_the_slurm_guides_cpu_batch_scripts_run_as_written(tmp_path):
+    # docs/slurm.md's CPU scripts, as the page has them: kolorun; srun --mpi=pmix in its place; kolorun --gloo.
+    # Only the venv is this build (python, kolorun and PYTHONPATH), and sbatch's options fit them to the rig:
+    # 1 task per node, so that the three jobs run at once on 2 hosts of 3 CPUs.
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text('#!/bin/sh\nexec %s "$@"\n' % sys.executable)
+    (venv / "python").chmod(0o755)
+    (venv / "kolorun").symlink_to(KOLORUN)
+    (venv / "activate").write_text("export PATH=%s:$PATH PYTHONPATH=%s\n" % (venv, BUILD / "python"))
+    (tmp_path / "train.py").write_text(LAYOUT)
+    cpu = guide_script("train-cpu")
+    srun_line = "srun --mpi=pmix python train.py"
+    assert "\n%s\n" % srun_line in GUIDE.read_text()
+    scripts = {"train-cpu": cpu,
+               "train-srun": cpu.replace("train-cpu", "train-srun").replace("kolorun python train.py", srun_line),
+               "train-gloo": guide_script("train-gloo")}
+    for name, text in scripts.items():
+        assert "\nsource /shared/venvs/kolo/bin/activate\n" in text, text
+        (tmp_path / (name + ".sbatch")).write_text(text.replace("/shared/venvs/kolo/bin/activate",
+                                                                str(venv / "activate")))
+    submit = " ".join("sbatch --wait --ntasks-per-node=1 --cpus-per-task=1 %s.sbatch >/dev/null || echo %s failed &"
+                       % (name, name) for name in scripts)
+    job, timed_out = on_slurm("cd %s; %s wait" % (tmp_path, submit), timeout=150, cpus=3)
+    outputs = {name: "".join(p.read_text() for p in tmp_path.glob(name + "-*.out")) for name in scripts}
+    assert not timed_out and job.returncode == 0 and "failed" not in job.stdout, \
+        job.stdout + str(outputs)[-4000:] + job.stderr[-3000:]
+    for name, output in outputs.items():
+        assert layout_lines(output) == ["rank %d of 2, local 0 of 1, cross %d of 2, on %d: 3" % (r, r, r + 1)
+                                        for r in range(2)], (name, output)
 
 
 # Training steps on 4 ranks under srun; rank 3 (on the second host) kills itself at step 20. Every rank
