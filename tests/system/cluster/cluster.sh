@@ -46,6 +46,7 @@ bridge="${prefix}br"
 subnet="10.231.$id.0/24"
 work_dir=$(mktemp -d /var/tmp/kolo-cluster.XXXXXX)  # not /tmp: Open MPI's session files live there
 hosts_marker="# kolo-cluster $prefix"
+forward_rule=""  # the firewall rule this run added, if any (removed at the end)
 
 cleanup() {
   status=$?
@@ -60,6 +61,7 @@ cleanup() {
     umount "$work_dir/shm/$ns" 2>/dev/null || true
   done
   ip link del "$bridge" 2>/dev/null || true
+  [ -z "$forward_rule" ] || iptables -D FORWARD $forward_rule 2>/dev/null || true
   if grep -q "$hosts_marker" /etc/hosts 2>/dev/null; then
     grep -v "$hosts_marker" /etc/hosts > "$work_dir/hosts" && cat "$work_dir/hosts" > /etc/hosts
   fi
@@ -73,6 +75,12 @@ trap 'exit 143' TERM
 ip link add "$bridge" type bridge
 ip addr add "10.231.$id.254/24" dev "$bridge"
 ip link set "$bridge" up
+# Where the host's firewall drops forwarded packets (a Docker engine sets FORWARD's policy to DROP, and bridged
+# traffic passes it), the hosts' own traffic is let through, for this run only.
+if command -v iptables >/dev/null 2>&1 && iptables -S FORWARD 2>/dev/null | grep -q "^-P FORWARD DROP"; then
+  forward_rule="-s $subnet -d $subnet -j ACCEPT"
+  iptables -I FORWARD 1 $forward_rule
+fi
 names=""
 for i in $(seq 1 "$hosts"); do
   ns="$prefix-$i" veth="${prefix}v$i" address="10.231.$id.$i"
