@@ -171,7 +171,10 @@ bool start_by_srun(const LaunchOptions& options, const GlooStoreAddress& store, 
   for (const auto& kv : gloo_rank_environment(options, any, options.num_proc, store)) {
     if (kv.first != "RANK" && kv.first != "LOCAL_RANK" && kv.first != "LOCAL_WORLD_SIZE") job_env.push_back(kv);
   }
-  std::vector<std::string> argv = {"srun", "--ntasks=" + std::to_string(options.num_proc), "--kill-on-bad-exit=1"};
+  // --mpi=none: the ranks meet through kolorun's store; a cluster whose MpiDefault is pmix would otherwise give
+  // them PMIx's variables, and kolo would take them for an MPI job.
+  std::vector<std::string> argv = {"srun", "--ntasks=" + std::to_string(options.num_proc), "--kill-on-bad-exit=1",
+                                   "--mpi=none"};
   argv.insert(argv.end(), options.command.begin(), options.command.end());
   std::string error;
   const pid_t pid = spawn(argv, job_env, "", "", &error);

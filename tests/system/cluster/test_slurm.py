@@ -117,6 +117,20 @@ def test_kolorun_in_a_batch_job_runs_a_rank_per_task_on_the_allocated_hosts(tmp_
     assert " -np 4 --bind-to none --map-by slot " in command and " -H " not in command, command
 
 
+def test_kolorun_gloo_runs_where_srun_would_start_mpi_ranks(tmp_path):
+    # A cluster whose MpiDefault is pmix (SLURM_MPI_TYPE=pmix stands in for it): kolorun --gloo's srun asks for no
+    # MPI, so the ranks form the Gloo world through kolorun's store instead of taking PMIx's variables for MPI's.
+    program = tmp_path / "layout.py"
+    program.write_text(LAYOUT)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\nexport SLURM_MPI_TYPE=pmix\nexec %s --gloo %s %s\n" % (KOLORUN, sys.executable, program))
+    out = tmp_path / "job.out"
+    job, timed_out = on_slurm("sbatch --wait -N 2 -n 4 -o %s %s" % (out, script), timeout=180)
+    output = out.read_text() if out.exists() else ""
+    assert not timed_out and job.returncode == 0, output[-3000:] + job.stdout[-2000:] + job.stderr[-3000:]
+    assert layout_lines(output) == EXPECTED_LAYOUT, output
+
+
 def test_kolorun_refuses_more_ranks_than_the_allocation_holds_and_starts_nothing(tmp_path):
     started = tmp_path / "started"
     job, timed_out = on_slurm("salloc -N 2 -n 4 %s -np 5 touch %s" % (KOLORUN, started), timeout=120)
