@@ -73,6 +73,26 @@ def test_all_reduce_coalesced(rank, size):
     assert tensors[0].tolist() == [float(sum(range(size)))] * 2 and tensors[1].tolist() == [float(size)] * 3
 
 
+def test_all_reduce_of_a_sparse_tensor_sums_it_in_place(rank, size):
+    # Rank r holds r + 1 at [r, 0] and 1 at [0, 1]: the sum, coalesced, replaces the tensor's contents.
+    t = torch.sparse_coo_tensor([[rank, 0], [0, 1]], [float(rank + 1), 1.0], (size, 2))
+    dist.all_reduce(t)
+    assert t.is_sparse and t.is_coalesced()
+    expected = torch.zeros(size, 2)
+    expected[:, 0] = torch.arange(1.0, size + 1)
+    expected[0, 1] = float(size)
+    assert t.to_dense().tolist() == expected.tolist()
+
+
+def test_all_gather_coalesced_fills_one_list_per_rank(rank, size):
+    # torch's layout: output_lists[r] holds rank r's inputs, one tensor per input.
+    inputs = [torch.full((1,), float(rank)), torch.full((2, 2), float(10 * rank))]
+    output_lists = [[torch.empty(1), torch.empty(2, 2)] for _ in range(size)]
+    dist.all_gather_coalesced(output_lists, inputs)
+    assert [[o.tolist() for o in outs] for outs in output_lists] == \
+        [[[float(r)], [[float(10 * r)] * 2] * 2] for r in range(size)]
+
+
 def test_broadcast_from_every_root(rank, size):
     for root in range(size):
         t = torch.full((3,), float(rank * 7))

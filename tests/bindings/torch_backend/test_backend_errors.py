@@ -21,6 +21,14 @@ def test_a_reduce_op_kolo_lacks_is_refused_naming_it(rank, size, op):
     world_still_works(size)
 
 
+def test_a_sparse_tensor_reduces_with_sum_or_avg_only(rank, size):
+    t = torch.sparse_coo_tensor([[0]], [2.0], (3,))
+    with pytest.raises(KoloError, match=r"all_reduce on rank %d: a sparse tensor reduces with SUM or AVG, "
+                                        r"not ReduceOp.MAX" % rank):
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    world_still_works(size)
+
+
 def test_point_to_point_is_refused_naming_it(rank, size):
     if size < 2:
         pytest.skip("needs 2 ranks")

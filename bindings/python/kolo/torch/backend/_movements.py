@@ -64,16 +64,34 @@ def _gather_into_list(group, outputs, input, collective):
     return handle, copy_out
 
 
+def _gather_each(group, per_input, inputs, collective, opts, result):
+    """Each input gathered into its list of outputs (per_input[i]: input i's, one per rank)."""
+    parts = [_gather_into_list(group, outs, i, collective) for outs, i in zip(per_input, inputs)]
+
+    def copy_out(_):
+        for _, copy in parts:
+            copy()
+        return result
+    return issue(_group_handle([h for h, _ in parts]), copy_out, inputs[0], opts)
+
+
 def allgather(group, output_lists, inputs, opts):
+    # output_lists[i]: input i's outputs, one per rank.
     if len(inputs) != 1:
-        return allgather_coalesced(group, output_lists, inputs, opts)
+        return _gather_each(group, output_lists, inputs, "all_gather", opts, output_lists)
     handle, copy_out = _gather_into_list(group, output_lists[0], inputs[0], "all_gather")
     return issue(handle, lambda _: copy_out(), inputs[0], opts)
 
 
 def allgather_coalesced(group, output_lists, inputs, opts):
-    parts = [_gather_into_list(group, outs, i, "all_gather_coalesced") for outs, i in zip(output_lists, inputs)]
-    return issue(_group_handle([h for h, _ in parts]), lambda _: [copy() for _, copy in parts], inputs[0], opts)
+    # all_gather_coalesced's output_lists[r] is rank r's inputs, one output per input (allgather's transposed).
+    if len(output_lists) != group.size():
+        _refuse("all_gather_coalesced", "%d output lists for a group of %d ranks", len(output_lists), group.size())
+    for outs in output_lists:
+        if len(outs) != len(inputs):
+            _refuse("all_gather_coalesced", "an output list of %d tensors for %d inputs", len(outs), len(inputs))
+    per_input = [list(outs) for outs in zip(*output_lists)]
+    return _gather_each(group, per_input, inputs, "all_gather_coalesced", opts, output_lists)
 
 
 def gather(group, output_lists, inputs, opts):

@@ -20,11 +20,11 @@ def kolo_op(op, collective):
         if op == torch_op:
             return ours
     raise KoloValueError("%s on rank %d: kolo reduces with SUM, AVG, PRODUCT, MIN and MAX, not %s"
-                         % (collective, _C.rank(), _op_text(op)), INVALID_ARGUMENT)
+                         % (collective, _C.rank(), op_text(op)), INVALID_ARGUMENT)
 
 
-def _op_text(op):
-    for name in ("BAND", "BOR", "BXOR", "PREMUL_SUM", "UNUSED"):
+def op_text(op):
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM", "UNUSED"):
         if hasattr(dist.ReduceOp, name) and op == getattr(dist.ReduceOp, name):
             return "ReduceOp." + name
     return repr(op)

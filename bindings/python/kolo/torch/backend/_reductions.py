@@ -6,9 +6,10 @@ from kolo._abi import INVALID_ARGUMENT, _C
 from kolo._errors import KoloValueError
 from kolo.torch._allreduce import allreduce_, allreduce_async_
 from kolo.torch._handles import _group_handle
-from kolo.torch._row_collectives import _reducescatter_into_async
+from kolo.torch._reduce_ops import Average, Sum
+from kolo.torch._row_collectives import _reducescatter_into_async, sparse_allreduce_async
 from kolo.torch.backend._issue import blocking, issue
-from kolo.torch.backend._reduce_op import kolo_op
+from kolo.torch.backend._reduce_op import kolo_op, op_text
 from kolo.torch.backend._work import done_work
 
 
@@ -20,12 +21,24 @@ def allreduce(group, tensors, opts):
     op = _op(opts, "all_reduce")
     if len(tensors) == 1:
         t = tensors[0]
+        if t.is_sparse:
+            return _sparse_allreduce(group, t, op, opts)
         if blocking(opts) and not t.is_cuda:
             # kolo's own blocking call: one call into the engine, no handle (a metric's or a loss's path).
             allreduce_(t, op=op, process_set=group.process_set)
             return done_work(tensors)
         return issue(allreduce_async_(t, op=op, process_set=group.process_set), lambda _: tensors, t, opts)
     return allreduce_coalesced(group, tensors, opts)
+
+
+def _sparse_allreduce(group, t, op, opts):
+    """A sparse COO tensor: kolo's sparse allreduce (every rank's indices and values gathered, then summed);
+    the coalesced result replaces the tensor's contents, as Gloo's does."""
+    if op not in (Sum, Average):
+        raise KoloValueError("all_reduce on rank %d: a sparse tensor reduces with SUM or AVG, not %s"
+                             % (_C.rank(), op_text(opts.reduceOp)), INVALID_ARGUMENT)
+    return issue(sparse_allreduce_async(t, op=op, process_set=group.process_set), lambda result: [t.copy_(result)],
+                 t, opts)
 
 
 def allreduce_coalesced(group, tensors, opts):
