@@ -88,6 +88,21 @@ def layout_lines(output):
     return sorted(line for line in output.splitlines() if line.startswith("rank "))
 
 
+def layout_batch_job(tmp_path, script_body):
+    """sbatch --wait -N 2 -n 4 of a script whose body runs LAYOUT (its path in place of %s); asserts that the job
+    ended well with every rank in place, and returns its output."""
+    program = tmp_path / "layout.py"
+    program.write_text(LAYOUT)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n%s\n" % (script_body % program))
+    out = tmp_path / "job.out"
+    job, timed_out = on_slurm("sbatch --wait -N 2 -n 4 -o %s %s" % (out, script), timeout=180)
+    output = out.read_text() if out.exists() else ""
+    assert not timed_out and job.returncode == 0, output[-3000:] + job.stdout[-2000:] + job.stderr[-3000:]
+    assert layout_lines(output) == EXPECTED_LAYOUT, output
+    return output
+
+
 def test_srun_direct_launch_initialises_kolo_with_the_hosts_layout(tmp_path):
     # srun --mpi=pmix starts the ranks itself, no mpirun: kolo finds its ranks, hosts (MPI_COMM_TYPE_SHARED
     # under PMIx) and, across 2 hosts x 2 ranks, goes hierarchical by default (rank 0's timeline).
@@ -104,15 +119,7 @@ def test_srun_direct_launch_initialises_kolo_with_the_hosts_layout(tmp_path):
 def test_kolorun_in_a_batch_job_runs_a_rank_per_task_on_the_allocated_hosts(tmp_path):
     # sbatch -N 2 -n 4, whose script says only `kolorun python3 layout.py`: mpirun takes the allocation's
     # hosts and slots from Slurm (kolorun gives it no -H, and -np 4 from the allocation).
-    program = tmp_path / "layout.py"
-    program.write_text(LAYOUT)
-    script = tmp_path / "job.sh"
-    script.write_text("#!/bin/sh\nexec %s --verbose %s %s\n" % (KOLORUN, sys.executable, program))
-    out = tmp_path / "job.out"
-    job, timed_out = on_slurm("sbatch --wait -N 2 -n 4 -o %s %s" % (out, script), timeout=180)
-    output = out.read_text() if out.exists() else ""
-    assert not timed_out and job.returncode == 0, output[-3000:] + job.stdout[-2000:] + job.stderr[-3000:]
-    assert layout_lines(output) == EXPECTED_LAYOUT, output
+    output = layout_batch_job(tmp_path, "exec %s --verbose %s %%s" % (KOLORUN, sys.executable))
     command = re.search(r"^kolorun: .*$", output, re.M).group(0)
     assert " -np 4 --bind-to none --map-by slot " in command and " -H " not in command, command
 
@@ -120,15 +127,7 @@ def test_kolorun_in_a_batch_job_runs_a_rank_per_task_on_the_allocated_hosts(tmp_
 def test_kolorun_gloo_runs_where_srun_would_start_mpi_ranks(tmp_path):
     # A cluster whose MpiDefault is pmix (SLURM_MPI_TYPE=pmix stands in for it): kolorun --gloo's srun asks for no
     # MPI, so the ranks form the Gloo world through kolorun's store instead of taking PMIx's variables for MPI's.
-    program = tmp_path / "layout.py"
-    program.write_text(LAYOUT)
-    script = tmp_path / "job.sh"
-    script.write_text("#!/bin/sh\nexport SLURM_MPI_TYPE=pmix\nexec %s --gloo %s %s\n" % (KOLORUN, sys.executable, program))
-    out = tmp_path / "job.out"
-    job, timed_out = on_slurm("sbatch --wait -N 2 -n 4 -o %s %s" % (out, script), timeout=180)
-    output = out.read_text() if out.exists() else ""
-    assert not timed_out and job.returncode == 0, output[-3000:] + job.stdout[-2000:] + job.stderr[-3000:]
-    assert layout_lines(output) == EXPECTED_LAYOUT, output
+    layout_batch_job(tmp_path, "export SLURM_MPI_TYPE=pmix\nexec %s --gloo %s %%s" % (KOLORUN, sys.executable))
 
 
 def test_kolorun_refuses_more_ranks_than_the_allocation_holds_and_starts_nothing(tmp_path):

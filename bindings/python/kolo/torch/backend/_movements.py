@@ -3,22 +3,12 @@ and barrier. kolo has no gather or scatter of its own: they run as an allgather 
 moves what the root does), which gives the same results."""
 import torch
 
-from kolo._abi import INVALID_ARGUMENT, _C
-from kolo._errors import KoloValueError
+from kolo._abi import _C
 from kolo.torch._broadcast import broadcast_async_
 from kolo.torch._handles import _group_handle, _handles
 from kolo.torch._row_collectives import _allgather_into_async, alltoall_async
+from kolo.torch.backend._checks import flat as _flat, refuse as _refuse
 from kolo.torch.backend._issue import issue
-
-
-def _refuse(collective, text, *args):
-    raise KoloValueError(("%s on rank %d: " + text) % ((collective, _C.rank()) + args), INVALID_ARGUMENT)
-
-
-def _flat(tensor, collective, role):
-    if not tensor.is_contiguous():
-        _refuse(collective, "the %s tensor is not contiguous", role)
-    return tensor.view(-1)
 
 
 def broadcast(group, tensors, opts):
@@ -162,6 +152,6 @@ def all_to_all(group, outputs, inputs, opts):
 
 
 def barrier(group, opts):
-    handle = _handles.add(_C.barrier_async(group.process_set_id), (), lambda _: None)
+    handle = _handles.add(_C.barrier_async(group.process_set.process_set_id), (), lambda _: None)
     sample = torch.empty(0)
     return issue(handle, lambda _: [], sample, opts)

@@ -16,7 +16,6 @@ class KoloProcessGroup(dist.ProcessGroup):
     def __init__(self, rank, size, process_set, job_ranks):
         super().__init__(rank, size)
         self.process_set = process_set
-        self.process_set_id = process_set.process_set_id
         self._job_ranks = job_ranks
         self._sets = {}  # new_group's kolo sets, by ranks (two groups of the same ranks share one)
         self._name, self._desc = "", ""

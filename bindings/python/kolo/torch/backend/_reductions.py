@@ -2,12 +2,12 @@
 import torch
 import torch.distributed as dist
 
-from kolo._abi import INVALID_ARGUMENT, _C
-from kolo._errors import KoloValueError
+from kolo._abi import _C
 from kolo.torch._allreduce import allreduce_, allreduce_async_
 from kolo.torch._handles import _group_handle
 from kolo.torch._reduce_ops import Average, Sum
 from kolo.torch._row_collectives import _reducescatter_into_async, sparse_allreduce_async
+from kolo.torch.backend._checks import flat as _flat, refuse as _refuse
 from kolo.torch.backend._issue import blocking, issue
 from kolo.torch.backend._reduce_op import kolo_op, op_text
 from kolo.torch.backend._work import done_work
@@ -35,8 +35,7 @@ def _sparse_allreduce(group, t, op, opts):
     """A sparse COO tensor: kolo's sparse allreduce (every rank's indices and values gathered, then summed);
     the coalesced result replaces the tensor's contents, as Gloo's does."""
     if op not in (Sum, Average):
-        raise KoloValueError("all_reduce on rank %d: a sparse tensor reduces with SUM or AVG, not %s"
-                             % (_C.rank(), op_text(opts.reduceOp)), INVALID_ARGUMENT)
+        _refuse("all_reduce", "a sparse tensor reduces with SUM or AVG, not %s", op_text(opts.reduceOp))
     return issue(sparse_allreduce_async(t, op=op, process_set=group.process_set), lambda result: [t.copy_(result)],
                  t, opts)
 
@@ -56,19 +55,12 @@ def reduce(group, tensors, opts):
     return issue(allreduce_async_(target, op=op, process_set=group.process_set), lambda _: tensors, t, opts)
 
 
-def _flat(tensor, collective, role):
-    if not tensor.is_contiguous():
-        raise KoloValueError("%s on rank %d: the %s tensor is not contiguous" % (collective, _C.rank(), role),
-                             INVALID_ARGUMENT)
-    return tensor.view(-1)
-
-
 def _reduce_scatter_handle(group, output, input, op, collective):
     """input: every rank's block, concatenated (or stacked); output: this rank's block of the reduction."""
     n = group.size()
     if input.numel() != n * output.numel():
-        raise KoloValueError("%s on rank %d: the input has %d elements, not %d ranks x the output's %d"
-                             % (collective, _C.rank(), input.numel(), n, output.numel()), INVALID_ARGUMENT)
+        _refuse(collective, "the input has %d elements, not %d ranks x the output's %d", input.numel(), n,
+                output.numel())
     return _reducescatter_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), None,
                                      op, group.process_set)
 
@@ -81,8 +73,7 @@ def reduce_scatter_single(group, output, input, opts, collective="reduce_scatter
 def reduce_scatter(group, outputs, input_lists, opts):
     output, inputs = outputs[0], input_lists[0]
     if len(inputs) != group.size():
-        raise KoloValueError("reduce_scatter on rank %d: %d input tensors for a group of %d ranks"
-                             % (_C.rank(), len(inputs), group.size()), INVALID_ARGUMENT)
+        _refuse("reduce_scatter", "%d input tensors for a group of %d ranks", len(inputs), group.size())
     joined = torch.cat([t.reshape(-1) for t in inputs])
     return reduce_scatter_single(group, output, joined, opts, "reduce_scatter")
 
