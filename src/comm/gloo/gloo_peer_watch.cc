@@ -54,7 +54,8 @@ GlooPeerWatch::GlooPeerWatch(std::unique_ptr<KeyValueStore> store, const Rendezv
       on_lost_(std::move(on_lost)),
       counts_(static_cast<size_t>(rendezvous.size), -1),
       changed_(static_cast<size_t>(rendezvous.size), steady_seconds()),
-      store_answered_(steady_seconds()) {
+      store_answered_(steady_seconds()),
+      store_in_process_(rendezvous.store_in_process) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -66,11 +67,13 @@ std::string GlooPeerWatch::key(const std::string& what, int rank) const {
   return prefix_ + what + "/" + std::to_string(rank);
 }
 
-void GlooPeerWatch::lose(const std::string& why) {
+void GlooPeerWatch::lose(const std::string& why, bool store_answers) {
   if (lost_) return;
   lost_ = true;
   KOLO_LOG(kError, "peer lost: " << why);
   if (on_lost_) on_lost_(why);
+  // Heard, once this rank's ops in flight have failed naming the loss: see stop().
+  if (store_answers && rank_ != 0) store_->set(key("bye", rank_), "1");
 }
 
 bool GlooPeerWatch::round(double now) {
@@ -94,6 +97,7 @@ bool GlooPeerWatch::round(double now) {
     if (rank_ == 0) {
       // Rank 0 tells every other rank which peer went silent, so that each names the same one.
       s = store_->set(prefix_ + "lost", std::to_string(r) + " " + seconds_text(silent));
+      lost_rank_ = r;
     }
     lose(who(r) + " sent no heartbeat for " + seconds_text(silent) + " s");
   }
@@ -131,7 +135,8 @@ bool GlooPeerWatch::round(double now) {
     store_answered_ = now;
   } else if (now - store_answered_ >= timeout_ && !lost_) {
     lose("the job's store at " + store_where_ + " has not answered for " + seconds_text(now - store_answered_) +
-         " s (" + s.message() + "): this rank is cut off from the others, or the store's host is lost");
+             " s (" + s.message() + "): this rank is cut off from the others, or the store's host is lost",
+         false);
   }
   return !lost_;
 }
@@ -157,6 +162,17 @@ bool GlooPeerWatch::stop() {
   if (thread_.joinable()) thread_.join();
   // The goodbye: this rank's silence from now on is no loss.
   if (!lost_) store_->set(key("bye", rank_), "1");
+  // The store ends with this process: after a loss, it serves until every survivor has read which peer was
+  // lost (each says goodbye then), so that none takes the store's end for the loss and names the store
+  // instead (bounded: a survivor that never reads it is cut off, and says so itself).
+  if (lost_rank_ >= 0 && store_in_process_) {
+    std::vector<std::string> byes;
+    for (int r = 1; r < size_; ++r) {
+      if (r != lost_rank_) byes.push_back(key("bye", r));
+    }
+    store_->wait(byes, KeyValueStore::Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
+                                                          std::min(10.0, timeout_ + 2 * interval_) * 1000)));
+  }
   return true;
 }
 

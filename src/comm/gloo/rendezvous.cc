@@ -78,11 +78,13 @@ Status serve(const LauncherEnv& env, Rendezvous* out) {
     if (listening_here(env.store_port)) {
       KOLO_LOG(kInfo, "the store's port " << env.store_port << " is this process's (torch.distributed's store): "
                                           "rank 0 uses that store");
+      out->store_in_process = true;
       return Status::OK();
     }
     return Status::InvalidArgument("MASTER_PORT " + std::to_string(env.store_port) + " is taken by another process "
                                    "(another job on the same port? give each job its own MASTER_PORT)");
   }
+  out->store_in_process = s.ok();
   return s;
 }
 

@@ -23,6 +23,7 @@ namespace kolo {
 struct Rendezvous {
   std::unique_ptr<TcpStoreServer> server;  // rank 0 of a bare launch: the store it serves
   std::unique_ptr<KeyValueStore> store;    // this rank's connection (null for a job of one rank)
+  bool store_in_process = false;           // `server`, or torch.distributed's store in this process
   std::string store_host;
   int store_port = 0;
   std::string token;
