@@ -1,5 +1,6 @@
-// Every KOLO_* setting, read in this one place. tests/cpp/unit/config_test checks that docs/configuration.md's
-// table lists each of them with the default given here.
+// Every KOLO_* setting's field, read in this one place (config.cc) by its row of engine/settings_table.cc,
+// which declares its type, default, limits, aliases and flags. The member defaults here are checked against
+// the table's (check_config_defaults), since Config{} is used without parsing too.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "comm/topology.h"
 #include "common/logging.h"
 #include "engine/horovod_settings.h"
+#include "engine/setting_parser.h"
 #include "kolo/types.h"
 
 namespace kolo {
@@ -84,20 +86,13 @@ struct Config {
   } autotune;
 };
 
-struct SettingInfo {
-  const char* name;
-  const char* default_text;
-  const char* meaning;
-};
-// The documented settings, in docs/configuration.md's order.
-const std::vector<SettingInfo>& known_settings();
-
 // Reads the settings through `lookup` (nullptr: unset). An invalid value is an error that names the
 // variable and what it accepts: the KOLO_* name, or the HOROVOD_* variable and its value as the user
 // wrote them where `origin` says the value came from one (engine/horovod_settings.h).
-using SettingLookup = std::function<const char*(const std::string& name)>;
-using SettingOrigin = std::function<const HorovodSource*(const std::string& name)>;
 Status parse_config(const SettingLookup& lookup, Config* config, const SettingOrigin& origin = nullptr);
+
+// Not OK, naming the setting, where a member default of Config differs from the table's default.
+Status check_config_defaults();
 
 // What comm/allreduce_choice.h needs of the settings: KOLO_HIERARCHICAL_ALLREDUCE as given (or auto) and
 // whether KOLO_AUTOTUNE is on.

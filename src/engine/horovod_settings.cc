@@ -4,110 +4,118 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <iterator>
 #include <set>
 
 #include "common/logging.h"
+#include "engine/settings_table.h"
 
 namespace kolo {
 
+namespace {
+
+using S = HorovodSetting;
+
+// The names that are no alias (the aliases are rows of engine/settings_table.cc).
+const HorovodSetting kNotAliases[] = {
+    // What kolo does anyway, or cannot do.
+    {"HOROVOD_CPU_OPERATIONS", S::kNoMeaning, nullptr, "kolo runs CPU collectives on MPI", S::kWhenValue, "MPI"},
+    {"HOROVOD_GPU_OPERATIONS", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
+    {"HOROVOD_GPU_ALLREDUCE", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
+    {"HOROVOD_GPU_ALLGATHER", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
+    {"HOROVOD_GPU_BROADCAST", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
+    {"HOROVOD_GPU_ALLTOALL", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
+    {"HOROVOD_GPU_REDUCESCATTER", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue,
+     "NCCL"},
+    {"HOROVOD_DYNAMIC_PROCESS_SETS", S::kNoMeaning, nullptr,
+     "kolo adds and removes process sets at any time", S::kAlways},
+    {"HOROVOD_ENABLE_ASYNC_COMPLETION", S::kNoMeaning, nullptr,
+     "kolo has no such setting (kolo.torch's GPU ops always complete on the GPU stream)"},
+    {"HOROVOD_DISABLE_NVTX_RANGES", S::kNoMeaning, nullptr, "kolo marks no NVTX ranges", S::kWhenOn},
+    {"HOROVOD_LOG_HIDE_TIME", S::kNoMeaning, nullptr, "kolo's log lines carry no time", S::kWhenOn},
+    {"HOROVOD_MPI_THREADS_DISABLE", S::kNoMeaning, nullptr,
+     "kolo asks MPI for MPI_THREAD_MULTIPLE unless the program initialised MPI itself", S::kWhenOff},
+    {"HOROVOD_TORUS_ALLREDUCE", S::kNoMeaning, nullptr, "kolo has no torus allreduce", S::kWhenOff},
+    {"HOROVOD_THREAD_AFFINITY", S::kNoMeaning, nullptr,
+     "kolo pins no thread to a core; KOLO_THREAD_NICE lowers its threads' priority instead"},
+    {"HOROVOD_NUM_NCCL_STREAMS", S::kNoMeaning, nullptr, "kolo has no such setting"},
+    {"HOROVOD_BATCH_D2D_MEMCOPIES", S::kNoMeaning, nullptr, "kolo always packs GPU tensors with one batched copy"},
+    {"HOROVOD_DISABLE_GROUP_FUSION", S::kNoMeaning, nullptr, "kolo has no such setting"},
+    {"HOROVOD_ADASUM_MPI_CHUNK_SIZE", S::kNoMeaning, nullptr, "kolo has no such setting"},
+    {"HOROVOD_ENABLE_XLA_OPS", S::kNoMeaning, nullptr, "kolo has no XLA ops for TensorFlow"},
+    {"HOROVOD_CCL_CACHE", S::kNoMeaning, nullptr, "kolo has no oneCCL"},
+    {"HOROVOD_GLOO_RENDEZVOUS_ADDR", S::kNoMeaning, nullptr,
+     "horovodrun's Gloo mode sets it for its HTTP rendezvous; kolorun --gloo sets kolo's store (KOLO_STORE_ADDR)"},
+    {"HOROVOD_GLOO_RENDEZVOUS_PORT", S::kNoMeaning, nullptr,
+     "horovodrun's Gloo mode sets it for its HTTP rendezvous; kolorun --gloo sets kolo's store (KOLO_STORE_PORT)"},
+    {"HOROVOD_RANK", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
+    {"HOROVOD_SIZE", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
+    {"HOROVOD_LOCAL_RANK", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
+    {"HOROVOD_LOCAL_SIZE", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
+    {"HOROVOD_CROSS_RANK", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo places hosts itself"},
+    {"HOROVOD_CROSS_SIZE", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo places hosts itself"},
+    {"HOROVOD_HOSTNAME", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo places hosts itself"},
+    {"HOROVOD_SECRET_KEY", S::kNoMeaning, nullptr, "horovodrun's; kolorun needs none"},
+    {"HOROVOD_ELASTIC", S::kNoMeaning, nullptr, "kolorun's elastic options (--min-np, ...) set kolo's elastic mode"},
+    {"HOROVOD_ELASTIC_TIMEOUT", S::kNoMeaning, nullptr, "kolorun --elastic-timeout"},
+    {"HOROVOD_START_TIMEOUT", S::kNoMeaning, nullptr, "kolorun --start-timeout"},
+
+    // Read by `pip install horovod`, by nothing at run time (Horovod included).
+    {"HOROVOD_WITH_PYTORCH", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITH_TENSORFLOW", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITH_MXNET", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITH_MPI", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITH_GLOO", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITHOUT_PYTORCH", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITHOUT_TENSORFLOW", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITHOUT_MXNET", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITHOUT_MPI", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_WITHOUT_GLOO", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_CUDA_HOME", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_ROCM_HOME", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_NCCL_HOME", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_NCCL_INCLUDE", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_NCCL_LIB", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_NCCL_LINK", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_BUILD_CUDA_CC_LIST", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_BUILD_ARCH_FLAGS", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_CMAKE", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_DEBUG", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_MIXED_INSTALL", S::kBuildSetting, nullptr, ""},
+    {"HOROVOD_ALLOW_MIXED_GPU_IMPL", S::kBuildSetting, nullptr, ""},
+};
+
+HorovodSetting::Kind alias_kind(HorovodReading reading) {
+  switch (reading) {
+    case HorovodReading::kFlag:
+      return S::kAliasFlag;
+    case HorovodReading::kLogLevel:
+      return S::kAliasLogLevel;
+    case HorovodReading::kTimeline:
+      return S::kAliasTimeline;
+    case HorovodReading::kDisablesStall:
+      return S::kDisablesStall;
+    case HorovodReading::kAsWritten:
+      break;
+  }
+  return S::kAlias;
+}
+
+std::vector<HorovodSetting> all_horovod_settings() {
+  std::vector<HorovodSetting> all;
+  for (const SettingSpec& spec : settings_table()) {
+    for (const HorovodAliasSpec& alias : spec.aliases) {
+      if (alias.name != nullptr) all.push_back({alias.name, alias_kind(alias.reading), spec.name, alias.note});
+    }
+  }
+  all.insert(all.end(), std::begin(kNotAliases), std::end(kNotAliases));
+  return all;
+}
+
+}  // namespace
+
 const std::vector<HorovodSetting>& horovod_settings() {
-  using S = HorovodSetting;
-  static const std::vector<HorovodSetting> settings = {
-      // Aliases. Horovod's units are kolo's: bytes, milliseconds, seconds.
-      {"HOROVOD_FUSION_THRESHOLD", S::kAlias, "KOLO_FUSION_THRESHOLD_BYTES",
-       "bytes, as in Horovod (whose default is 128 MiB, kolo's 64 MiB)"},
-      {"HOROVOD_CYCLE_TIME", S::kAlias, "KOLO_CYCLE_TIME_MS", "milliseconds, fractions allowed"},
-      {"HOROVOD_CACHE_CAPACITY", S::kAlias, "KOLO_CACHE_CAPACITY", "0 turns the cache off"},
-      {"HOROVOD_TIMELINE", S::kAliasTimeline, "KOLO_TIMELINE",
-       "a file; DYNAMIC (no file until start_timeline()) is kolo's unset"},
-      {"HOROVOD_TIMELINE_MARK_CYCLES", S::kAliasFlag, "KOLO_TIMELINE_MARK_CYCLES", "flag"},
-      {"HOROVOD_STALL_CHECK_TIME_SECONDS", S::kAlias, "KOLO_STALL_CHECK_SECONDS", "seconds"},
-      {"HOROVOD_STALL_CHECK_DISABLE", S::kDisablesStall, "KOLO_STALL_CHECK_SECONDS",
-       "flag; on means 0 (no stall check), ahead of HOROVOD_STALL_CHECK_TIME_SECONDS, as in Horovod"},
-      {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", S::kAlias, "KOLO_STALL_SHUTDOWN_SECONDS", "seconds"},
-      {"HOROVOD_HIERARCHICAL_ALLREDUCE", S::kAliasFlag, "KOLO_HIERARCHICAL_ALLREDUCE",
-       "flag; unset, kolo chooses by the layout (auto)"},
-      {"HOROVOD_HIERARCHICAL_ALLGATHER", S::kAliasFlag, "KOLO_HIERARCHICAL_ALLGATHER", "flag"},
-      {"HOROVOD_AUTOTUNE", S::kAliasFlag, "KOLO_AUTOTUNE", "flag"},
-      {"HOROVOD_AUTOTUNE_LOG", S::kAlias, "KOLO_AUTOTUNE_LOG", "a CSV file"},
-      {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", S::kAlias, "KOLO_AUTOTUNE_WARMUP_SAMPLES", "samples"},
-      {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", S::kAlias, "KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "steps"},
-      {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", S::kAlias, "KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "samples"},
-      {"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", S::kAlias, "KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
-       "a share of the scores' spread (Horovod's default is 0.8, kolo's 0.5)"},
-      {"HOROVOD_LOG_LEVEL", S::kAliasLogLevel, "KOLO_LOG_LEVEL",
-       "trace, debug, info, warning, error; fatal is kolo's error (its quietest)"},
-      {"HOROVOD_CONTROLLER", S::kAlias, "KOLO_CONTROLLER", "mpi or gloo (any case): which world the ranks form"},
-      {"HOROVOD_GLOO_IFACE", S::kAlias, "KOLO_GLOO_IFACE", "the network interface of the Gloo world's connections"},
-      {"HOROVOD_GLOO_TIMEOUT_SECONDS", S::kAlias, "KOLO_GLOO_TIMEOUT_SECONDS",
-       "seconds the Gloo world's start waits for every rank (Horovod's default is 30, kolo's 120)"},
-
-      // What kolo does anyway, or cannot do.
-      {"HOROVOD_CPU_OPERATIONS", S::kNoMeaning, nullptr, "kolo runs CPU collectives on MPI", S::kWhenValue, "MPI"},
-      {"HOROVOD_GPU_OPERATIONS", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
-      {"HOROVOD_GPU_ALLREDUCE", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
-      {"HOROVOD_GPU_ALLGATHER", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
-      {"HOROVOD_GPU_BROADCAST", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
-      {"HOROVOD_GPU_ALLTOALL", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue, "NCCL"},
-      {"HOROVOD_GPU_REDUCESCATTER", S::kNoMeaning, nullptr, "kolo runs GPU collectives on NCCL", S::kWhenValue,
-       "NCCL"},
-      {"HOROVOD_DYNAMIC_PROCESS_SETS", S::kNoMeaning, nullptr,
-       "kolo adds and removes process sets at any time", S::kAlways},
-      {"HOROVOD_ENABLE_ASYNC_COMPLETION", S::kNoMeaning, nullptr,
-       "kolo has no such setting (kolo.torch's GPU ops always complete on the GPU stream)"},
-      {"HOROVOD_DISABLE_NVTX_RANGES", S::kNoMeaning, nullptr, "kolo marks no NVTX ranges", S::kWhenOn},
-      {"HOROVOD_LOG_HIDE_TIME", S::kNoMeaning, nullptr, "kolo's log lines carry no time", S::kWhenOn},
-      {"HOROVOD_MPI_THREADS_DISABLE", S::kNoMeaning, nullptr,
-       "kolo asks MPI for MPI_THREAD_MULTIPLE unless the program initialised MPI itself", S::kWhenOff},
-      {"HOROVOD_TORUS_ALLREDUCE", S::kNoMeaning, nullptr, "kolo has no torus allreduce", S::kWhenOff},
-      {"HOROVOD_THREAD_AFFINITY", S::kNoMeaning, nullptr,
-       "kolo pins no thread to a core; KOLO_THREAD_NICE lowers its threads' priority instead"},
-      {"HOROVOD_NUM_NCCL_STREAMS", S::kNoMeaning, nullptr, "kolo has no such setting"},
-      {"HOROVOD_BATCH_D2D_MEMCOPIES", S::kNoMeaning, nullptr, "kolo always packs GPU tensors with one batched copy"},
-      {"HOROVOD_DISABLE_GROUP_FUSION", S::kNoMeaning, nullptr, "kolo has no such setting"},
-      {"HOROVOD_ADASUM_MPI_CHUNK_SIZE", S::kNoMeaning, nullptr, "kolo has no such setting"},
-      {"HOROVOD_ENABLE_XLA_OPS", S::kNoMeaning, nullptr, "kolo has no XLA ops for TensorFlow"},
-      {"HOROVOD_CCL_CACHE", S::kNoMeaning, nullptr, "kolo has no oneCCL"},
-      {"HOROVOD_GLOO_RENDEZVOUS_ADDR", S::kNoMeaning, nullptr,
-       "horovodrun's Gloo mode sets it for its HTTP rendezvous; kolorun --gloo sets kolo's store (KOLO_STORE_ADDR)"},
-      {"HOROVOD_GLOO_RENDEZVOUS_PORT", S::kNoMeaning, nullptr,
-       "horovodrun's Gloo mode sets it for its HTTP rendezvous; kolorun --gloo sets kolo's store (KOLO_STORE_PORT)"},
-      {"HOROVOD_RANK", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
-      {"HOROVOD_SIZE", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
-      {"HOROVOD_LOCAL_RANK", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
-      {"HOROVOD_LOCAL_SIZE", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo takes ranks from its launcher"},
-      {"HOROVOD_CROSS_RANK", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo places hosts itself"},
-      {"HOROVOD_CROSS_SIZE", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo places hosts itself"},
-      {"HOROVOD_HOSTNAME", S::kNoMeaning, nullptr, "horovodrun's Gloo mode sets it; kolo places hosts itself"},
-      {"HOROVOD_SECRET_KEY", S::kNoMeaning, nullptr, "horovodrun's; kolorun needs none"},
-      {"HOROVOD_ELASTIC", S::kNoMeaning, nullptr, "kolorun's elastic options (--min-np, ...) set kolo's elastic mode"},
-      {"HOROVOD_ELASTIC_TIMEOUT", S::kNoMeaning, nullptr, "kolorun --elastic-timeout"},
-      {"HOROVOD_START_TIMEOUT", S::kNoMeaning, nullptr, "kolorun --start-timeout"},
-
-      // Read by `pip install horovod`, by nothing at run time (Horovod included).
-      {"HOROVOD_WITH_PYTORCH", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITH_TENSORFLOW", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITH_MXNET", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITH_MPI", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITH_GLOO", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITHOUT_PYTORCH", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITHOUT_TENSORFLOW", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITHOUT_MXNET", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITHOUT_MPI", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_WITHOUT_GLOO", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_CUDA_HOME", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_ROCM_HOME", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_NCCL_HOME", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_NCCL_INCLUDE", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_NCCL_LIB", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_NCCL_LINK", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_BUILD_CUDA_CC_LIST", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_BUILD_ARCH_FLAGS", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_CMAKE", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_DEBUG", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_MIXED_INSTALL", S::kBuildSetting, nullptr, ""},
-      {"HOROVOD_ALLOW_MIXED_GPU_IMPL", S::kBuildSetting, nullptr, ""},
-  };
+  static const std::vector<HorovodSetting> settings = all_horovod_settings();
   return settings;
 }
 

@@ -34,7 +34,8 @@ struct HorovodSetting {
   const char* accepted_value = nullptr;  // kWhenValue, compared ignoring case
 };
 
-// Every HOROVOD_* name kolo knows, in the order of docs/migrating-from-horovod.md: the aliases first, then the rest.
+// Every HOROVOD_* name kolo knows: the aliases first (declared with their settings in engine/settings_table.cc),
+// then the rest.
 const std::vector<HorovodSetting>& horovod_settings();
 
 // The value as the user wrote it, for messages about a setting that came from a Horovod variable.

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "engine/config.h"
@@ -212,13 +213,35 @@ TEST(Config, UnknownEnvironmentNamesAreReported) {
                           "KOLO_FUSION_TRESHOLD_BYTES is set but is not a kolo setting (see the KOLO_* table in docs/configuration.md)"});
 }
 
-// docs/configuration.md's table lists every setting with the default the code uses.
+// Config's member defaults (Config{} is used unparsed too) are the table's.
+TEST(Config, MemberDefaultsAreTheTables) {
+  const Status s = check_config_defaults();
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
+// Every row of the table is read into a field, and limits are the table's.
+TEST(Config, EveryRowOfTheTableIsRead) {
+  std::set<std::string> asked;
+  Config c;
+  ASSERT_TRUE(parse_config([&asked](const std::string& name) -> const char* {
+                asked.insert(name);
+                return nullptr;
+              }, &c).ok());
+  for (const SettingSpec& s : settings_table()) EXPECT_TRUE(asked.count(s.name)) << s.name << " is never read";
+  const Status s = parse({{"KOLO_SHARED_MEMORY_SLOT_BYTES", "4100"}}, &c);
+  EXPECT_EQ(s.message(), "KOLO_SHARED_MEMORY_SLOT_BYTES='4100' is not valid: expected a multiple of 64 from 4096 to "
+                         "67108864.");
+  EXPECT_EQ(parse({{"KOLO_SHARED_MEMORY_DIR", ""}}, &c).message(),
+            "KOLO_SHARED_MEMORY_DIR='' is not valid: expected a directory.");
+}
+
+// docs/configuration.md's table lists every setting with the default the table gives.
 TEST(Config, DocsListEverySettingWithItsDefault) {
   std::ifstream page(KOLO_SOURCE_DIR "/docs/configuration.md");
   ASSERT_TRUE(page.good());
   std::stringstream text;
   text << page.rdbuf();
-  for (const SettingInfo& s : known_settings()) {
+  for (const SettingSpec& s : settings_table()) {
     const std::string row = std::string("| `") + s.name + "` | " + s.default_text + " |";
     EXPECT_NE(text.str().find(row), std::string::npos) << "docs/configuration.md lacks the row starting: " << row;
   }

@@ -189,7 +189,7 @@ TEST(HorovodSettings, NamesWithNoMeaningAreWarnedAboutUnlessTheyAskForWhatKoloDo
 
 TEST(HorovodSettings, EveryAliasNamesAKoloSettingAndNoNameComesTwice) {
   std::set<std::string> kolo_names, seen;
-  for (const SettingInfo& s : known_settings()) kolo_names.insert(s.name);
+  for (const SettingSpec& s : settings_table()) kolo_names.insert(s.name);
   for (const HorovodSetting& h : horovod_settings()) {
     EXPECT_TRUE(seen.insert(h.name).second) << h.name << " is listed twice";
     EXPECT_EQ(std::string(h.name).rfind("HOROVOD_", 0), 0u) << h.name;
