@@ -104,7 +104,7 @@ bool add_setting(const char* flag, const std::string& value, std::vector<std::pa
   const SettingFlag* f = find_setting_flag(flag);
   if (f == nullptr) return true;
   std::string setting = f->fixed ? f->fixed : "";
-  if (f->kind != SettingFlag::kFixed && !setting_value(*f, value, &setting, error)) return false;
+  if (f->value != FlagValue::kFixed && !setting_value(*f, value, &setting, error)) return false;
   out->emplace_back(f->setting, setting);
   return true;
 }

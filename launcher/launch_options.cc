@@ -127,7 +127,7 @@ bool CommandLineParser::cooldown_range(const std::string& flag) {
 Took CommandLineParser::setting_option(const std::string& a) {
   const SettingFlag* f = find_setting_flag(a);
   if (!f) return Took::kNotMine;
-  if (f->kind == SettingFlag::kFixed) {
+  if (f->value == FlagValue::kFixed) {
     o_->settings.emplace_back(f->setting, f->fixed);
     return Took::kYes;
   }

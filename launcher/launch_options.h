@@ -81,7 +81,7 @@ bool parse_hostfile_text(const std::string& text, std::vector<Host>* hosts, std:
 // Splits like a POSIX shell: whitespace separates, quotes and backslashes group.
 bool split_shell_words(const std::string& text, std::vector<std::string>* words, std::string* error);
 
-const char* usage();
+const std::string& usage();
 
 }  // namespace launcher
 }  // namespace kolo

@@ -1,11 +1,13 @@
 // kolorun --help's text (declared in launch_options.h).
 #include "launch_options.h"
+#include "setting_flags.h"
 
 namespace kolo {
 namespace launcher {
 
-const char* usage() {
-  return "usage: kolorun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
+const std::string& usage() {
+  static const std::string text =
+      std::string("usage: kolorun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
          "       kolorun [-np N] [options] command [args...]      (inside a Slurm allocation)\n"
          "       kolorun --min-np N [--max-np N] [--host-discovery-script FILE] [options] command [args...]\n"
          "\n"
@@ -27,26 +29,8 @@ const char* usage() {
          "  --dry-run                         print the mpirun command, start nothing\n"
          "  --check-build                     what this kolo was built with (MPI, CUDA, NCCL, frameworks), and why not\n"
          "  -v, --version                     kolo's version\n"
-         "  --config-file FILE                horovodrun's YAML config file (the command line wins over it)\n"
-         "  --timeline-filename FILE          KOLO_TIMELINE\n"
-         "  --fusion-threshold-mb N           KOLO_FUSION_THRESHOLD_BYTES, in MiB (0: no fusion)\n"
-         "  --cycle-time-ms N                 KOLO_CYCLE_TIME_MS\n"
-         "  --cache-capacity N                KOLO_CACHE_CAPACITY (0: no response cache)\n"
-         "  --hierarchical-allreduce          KOLO_HIERARCHICAL_ALLREDUCE=1 (the default across hosts\n"
-         "                                    with as many ranks on each)\n"
-         "  --no-hierarchical-allreduce       KOLO_HIERARCHICAL_ALLREDUCE=0: flat\n"
-         "  --[no-]hierarchical-allgather     KOLO_HIERARCHICAL_ALLGATHER=1 (0)\n"
-         "  --[no-]timeline-mark-cycles       KOLO_TIMELINE_MARK_CYCLES=1 (0)\n"
-         "  --[no-]autotune                   KOLO_AUTOTUNE=1 (0)\n"
-         "  --autotune-log-file FILE          KOLO_AUTOTUNE_LOG\n"
-         "  --autotune-warmup-samples N       KOLO_AUTOTUNE_WARMUP_SAMPLES\n"
-         "  --autotune-steps-per-sample N     KOLO_AUTOTUNE_STEPS_PER_SAMPLE\n"
-         "  --autotune-bayes-opt-max-samples N      KOLO_AUTOTUNE_BAYES_OPT_MAX_SAMPLES\n"
-         "  --autotune-gaussian-process-noise X     KOLO_AUTOTUNE_GAUSSIAN_PROCESS_NOISE\n"
-         "  --stall-check-warning-time-seconds N   KOLO_STALL_CHECK_SECONDS\n"
-         "  --stall-check-shutdown-time-seconds N  KOLO_STALL_SHUTDOWN_SECONDS\n"
-         "  --no-stall-check                  KOLO_STALL_CHECK_SECONDS=0\n"
-         "  --log-level LEVEL                 KOLO_LOG_LEVEL (trace, debug, info, warning, error; fatal: error)\n"
+         "  --config-file FILE                horovodrun's YAML config file (the command line wins over it)\n")
+         + setting_flags_usage() +  // the settings' flags, from src/engine/settings_table.cc
          "  --network-interface(s) IF[,IF]    the interfaces for MPI's control and data traffic (and NCCL's)\n"
          "  --start-timeout SECONDS           how long every host has to answer (default 30) and, elastic, every\n"
          "                                    rank of an attempt to start (default 120; else the attempt restarts)\n"
@@ -78,6 +62,7 @@ const char* usage() {
          "\n"
          "horovodrun's other options are taken too (--mpi, --disable-cache, --stall-check,\n"
          "--torus-allreduce, --num-nccl-streams, ...): docs/migrating-from-horovod.md says what each does.\n";
+  return text;
 }
 
 }  // namespace launcher
