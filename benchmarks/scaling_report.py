@@ -36,7 +36,7 @@ NVLINK_BYTES_PER_S = 150e9      # per GPU, ring bandwidth inside a host (NVLink,
 NVLINK_LATENCY_S = 3e-6         # per ring step inside a host
 NET_LATENCY_S = 10e-6           # per ring step between hosts (RDMA class, with the software above it)
 NET_GBIT = (25, 100, 400)       # per host, between hosts (25: the network of Horovod's published figures)
-FUSION_BYTES = 64 << 20         # kolo's default KOLO_FUSION_THRESHOLD_BYTES
+FUSION_BYTES = 67108864  # kolo's default KOLO_FUSION_THRESHOLD_BYTES (64 MiB; ctest settings_drift compares)
 # Models beside Horovod's published scaling (Sergeev & Del Balso 2018, 25 Gb/s RoCE, Pascal GPUs):
 # efficiency at 512 GPUs. Gradient bytes are fp32 parameters; per-GPU compute is an assumption
 # (batch 64, fp32, V100 class), stated in the report.

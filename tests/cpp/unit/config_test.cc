@@ -1,9 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "engine/config.h"
 
@@ -233,18 +231,6 @@ TEST(Config, EveryRowOfTheTableIsRead) {
                          "67108864.");
   EXPECT_EQ(parse({{"KOLO_SHARED_MEMORY_DIR", ""}}, &c).message(),
             "KOLO_SHARED_MEMORY_DIR='' is not valid: expected a directory.");
-}
-
-// docs/configuration.md's table lists every setting with the default the table gives.
-TEST(Config, DocsListEverySettingWithItsDefault) {
-  std::ifstream page(KOLO_SOURCE_DIR "/docs/configuration.md");
-  ASSERT_TRUE(page.good());
-  std::stringstream text;
-  text << page.rdbuf();
-  for (const SettingSpec& s : settings_table()) {
-    const std::string row = std::string("| `") + s.name + "` | " + s.default_text + " |";
-    EXPECT_NE(text.str().find(row), std::string::npos) << "docs/configuration.md lacks the row starting: " << row;
-  }
 }
 
 }  // namespace
