@@ -207,6 +207,18 @@ KOLO_EXPORT const char* kolo_build_summary(void);
    NCCL. libkolo does not link NCCL: a process has one libnccl.so.2, and a framework's own wins. */
 KOLO_EXPORT const char* kolo_nccl_runtime(void);
 
+/* A job's key-value store served from this process, as kolorun --gloo serves its job's: a launcher that is
+   not kolorun (kolo.ray's RayExecutor in Ray's driver) gives its ranks KOLO_STORE_ADDR, KOLO_STORE_PORT,
+   KOLO_STORE_TOKEN and KOLO_JOB_ID, and the store outlives any rank. `bind_address`: "0.0.0.0" for every
+   interface; `port` 0: an ephemeral one (kolo_store_server_port). `token`: the ranks' shared secret (a
+   connection without it is closed unread). */
+typedef struct kolo_store_server kolo_store_server;
+KOLO_EXPORT int32_t kolo_store_server_start(const char* bind_address, int32_t port, const char* token,
+                                            kolo_store_server** out);
+KOLO_EXPORT int32_t kolo_store_server_port(const kolo_store_server* server);
+/* Closes every connection, stops serving and frees the server. */
+KOLO_EXPORT void kolo_store_server_free(kolo_store_server* server);
+
 #ifdef __cplusplus
 }
 #endif

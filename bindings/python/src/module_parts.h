@@ -20,6 +20,7 @@ void register_collectives(py::module_& m);   // enqueueing the ops
 void register_process_sets(py::module_& m);  // adding, removing and listing process sets
 void register_handles(py::module_& m);       // an op's Output, polling and waiting for it
 void register_small_op(py::module_& m);      // a blocking allreduce of a CPU scalar, past pybind11's dispatch
+void register_store(py::module_& m);         // a job's key-value store served from this process
 
 // Raises the exception and message kolo's Python gives a failed op (kolo._errors.error_for).
 [[noreturn]] void raise_failed(int32_t code);

@@ -1,0 +1,179 @@
+"""RayExecutor: horovod.ray's API on kolo. Ranks are Ray actors in kolo's Gloo world; the driver serves the
+job's key-value store (as kolorun --gloo does), so no rank's loss takes the store with it."""
+import secrets
+from typing import Any, Callable, Dict, List, Optional
+
+try:
+    import ray
+except ImportError as e:  # pragma: no cover - reported clearly
+    raise ImportError("kolo.ray.RayExecutor needs Ray in this Python (pip install 'ray[default]'): %s" % e) from e
+
+from kolo.ray import _layout
+from kolo.ray._placement import Placement, Shape
+from kolo.ray._settings import RaySettings, create_settings
+from kolo.ray._worker import Worker
+
+
+class RayExecutor:
+    """Runs functions on num_workers ranks (or num_hosts x num_workers_per_host), each a Ray actor.
+
+        executor = RayExecutor(RayExecutor.create_settings(timeout_s=30), num_workers=4)
+        executor.start()
+        results = executor.run(train)    # train() calls hvd.init() (kolo.torch as hvd), as under kolorun
+        executor.shutdown()
+
+    Results come back by rank. A rank whose function raises ends the run: its error is raised here, naming the
+    rank and its node, and every worker is stopped (the others may be waiting for it inside a collective, which
+    is what kolorun does when a rank exits with an error); start() again for a new job.
+    """
+
+    @classmethod
+    def create_settings(cls, timeout_s=30, ssh_identity_file=None, ssh_str=None, placement_group_timeout_s=100,
+                        nics=None) -> RaySettings:
+        return create_settings(timeout_s, ssh_identity_file, ssh_str, placement_group_timeout_s, nics)
+
+    def __init__(self, settings=None, num_workers: Optional[int] = None, num_hosts: Optional[int] = None,
+                 num_workers_per_host: int = 1, cpus_per_worker: float = 1, use_gpu: bool = False,
+                 gpus_per_worker: Optional[float] = None, use_current_placement_group: bool = True,
+                 min_workers: Optional[int] = None, max_workers: Optional[int] = None, reset_limit=None,
+                 cooldown_range=None, elastic_timeout=None, override_discovery=True, cpus_per_slot=None,
+                 gpus_per_slot=None, num_slots=None):
+        if min_workers is not None or max_workers is not None:
+            raise NotImplementedError(
+                "RayExecutor(min_workers=..., max_workers=...): kolo's elastic executor on Ray is not built yet; run "
+                "the elastic loop under kolorun --gloo --in-place instead (docs/elastic.md)")
+        # horovod.ray's older names (cpus_per_slot, gpus_per_slot, num_slots) mean the same.
+        cpus_per_worker = cpus_per_slot if cpus_per_slot is not None else cpus_per_worker
+        gpus_per_worker = gpus_per_slot if gpus_per_slot is not None else gpus_per_worker
+        num_workers_per_host = num_slots if num_slots is not None else num_workers_per_host
+        if gpus_per_worker and not use_gpu:
+            raise ValueError("RayExecutor: gpus_per_worker=%r needs use_gpu=True" % gpus_per_worker)
+        if (num_workers is None) == (num_hosts is None):
+            raise ValueError("RayExecutor: give num_workers, or num_hosts with num_workers_per_host (not both)")
+        for name, value in (("num_workers", num_workers), ("num_hosts", num_hosts),
+                            ("num_workers_per_host", num_workers_per_host)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError("RayExecutor: %s must be a positive integer, not %r" % (name, value))
+        if cpus_per_worker is None or cpus_per_worker < 0:
+            raise ValueError("RayExecutor: cpus_per_worker must be 0 or more, not %r" % (cpus_per_worker,))
+        self.settings = settings or create_settings()
+        total = num_workers if num_workers is not None else num_hosts * num_workers_per_host
+        self._shape = Shape(num_workers=total, cpus_per_worker=cpus_per_worker,
+                            gpus_per_worker=(gpus_per_worker or 1) if use_gpu else 0, num_hosts=num_hosts)
+        self._use_current_group = use_current_placement_group
+        self.workers: List[Any] = []  # in rank order, once started
+        self._places: List[_layout.Place] = []
+        self._placement = None
+        self._store = None
+        self._ended = None  # why the workers were stopped, after a rank failed
+
+    @property
+    def num_workers(self):
+        return self._shape.num_workers
+
+    def start(self, executable_cls: type = None, executable_args: Optional[List] = None,
+              executable_kwargs: Optional[Dict] = None, extra_env_vars: Optional[Dict] = None):
+        """Places the workers, gives each its rank, and builds executable_cls(*args, **kwargs) in each."""
+        if self.workers:
+            raise RuntimeError("RayExecutor.start(): already started; shutdown() first")
+        if not ray.is_initialized():
+            ray.init()
+        from kolo._abi import _C
+        try:
+            current = ray.util.get_current_placement_group() if self._use_current_group else None
+            self._placement = Placement(self._shape, self.settings.placement_group_timeout_s, group=current)
+            actor = ray.remote(Worker)
+            res = self._shape.per_worker()
+            created = [actor.options(num_cpus=res["CPU"], num_gpus=res.get("GPU", 0),
+                                     scheduling_strategy=self._placement.strategy(i)).remote()
+                       for i in range(self._shape.num_workers)]
+            places = [_layout.Place(*p) for p in ray.get([w.place.remote() for w in created])]
+            seats = _layout.seats(places)
+            gpus = _layout.visible_gpus(places, seats)
+            token = secrets.token_hex(16)
+            self._store = _C.StoreServer("0.0.0.0", 0, token)
+            store = {"KOLO_STORE_ADDR": ray.util.get_node_ip_address(), "KOLO_STORE_PORT": str(self._store.port),
+                     "KOLO_STORE_TOKEN": token, "KOLO_JOB_ID": "ray-" + secrets.token_hex(4),
+                     "KOLO_GLOO_TIMEOUT_SECONDS": str(self.settings.timeout_s)}
+            if self.settings.nics:
+                store["KOLO_GLOO_IFACE"] = self.settings.nics[0]
+            store.update({str(k): str(v) for k, v in (extra_env_vars or {}).items()})
+            self.workers = [created[s.worker] for s in seats]
+            self._places = [places[s.worker] for s in seats]
+            envs = []
+            for s in seats:
+                env = _layout.rank_env(s, len(seats), store)
+                if s.worker in gpus:
+                    env["CUDA_VISIBLE_DEVICES"] = gpus[s.worker]
+                envs.append(env)
+            ray.get([w.set_env.remote(e) for w, e in zip(self.workers, envs)])
+            ray.get([w.start_executable.remote(executable_cls, executable_args, executable_kwargs)
+                     for w in self.workers])
+            self._ended = None
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def execute(self, fn: Callable[[Any], Any], callbacks=None) -> List[Any]:
+        """fn(executable) on every rank; the results by rank."""
+        self._no_callbacks(callbacks)
+        return self._gather([w.execute.remote(fn) for w in self._started()])
+
+    def run(self, fn: Callable[..., Any], args: Optional[List] = None, kwargs: Optional[Dict] = None,
+            callbacks=None) -> List[Any]:
+        """fn(*args, **kwargs) on every rank; the results by rank."""
+        self._no_callbacks(callbacks)
+        return self._gather(self.run_remote(fn, args, kwargs))
+
+    def run_remote(self, fn: Callable[..., Any], args: Optional[List] = None,
+                   kwargs: Optional[Dict] = None) -> List[Any]:
+        """As run(), without waiting: one ObjectRef per rank, for ray.get."""
+        return [w.run.remote(fn, list(args or []), dict(kwargs or {})) for w in self._started()]
+
+    def execute_single(self, fn: Callable[[Any], Any]) -> Any:
+        """fn(executable) on rank 0 alone (a function that runs no collective)."""
+        return ray.get(self._started()[0].execute.remote(fn))
+
+    def shutdown(self):
+        """Stops every worker and frees its resources; the executor may be started again."""
+        for w in self.workers:
+            ray.kill(w, no_restart=True)
+        self.workers = []
+        if self._placement is not None:
+            self._placement.remove()
+            self._placement = None
+        if self._store is not None:
+            self._store.stop()
+            self._store = None
+
+    def _started(self):
+        if self._ended:
+            raise RuntimeError("RayExecutor: the workers were stopped after %s; start() again" % self._ended)
+        if not self.workers:
+            raise RuntimeError("RayExecutor: not started (call start() first)")
+        return self.workers
+
+    @staticmethod
+    def _no_callbacks(callbacks):
+        if callbacks:
+            raise NotImplementedError("RayExecutor: callbacks (horovod.ray's elastic and Ray Tune reporting) are not "
+                                      "supported by kolo's executor; return results from the function instead")
+
+    def _gather(self, refs):
+        """The results by rank; at the first rank that fails, every worker is stopped and its error raised."""
+        rank_of = {ref: r for r, ref in enumerate(refs)}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            try:
+                ray.get(done[0])
+            except Exception as e:
+                r = rank_of[done[0]]
+                place = self._places[r]
+                self._ended = "rank %d (node %s, %s) failed" % (r, place.ip, place.hostname)
+                workers, self.workers = self.workers, []
+                for w in workers:
+                    ray.kill(w, no_restart=True)
+                e.add_note("kolo.ray: %s; every worker of the job was stopped" % self._ended)
+                raise
+        return ray.get(list(refs))

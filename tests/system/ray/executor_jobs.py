@@ -1,0 +1,112 @@
+"""Driver for the RayExecutor tests: runs horovod.ray-idiom jobs on the Ray cluster at RAY_ADDRESS (or a local
+one) and prints one JSON line per result, which tests/system/ray/test_ray_executor.py checks.
+
+    python executor_jobs.py train|layout|failure|unplaceable|executable [--hosts H --per-host W | --workers N]
+"""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import ray
+
+from kolo.ray import RayExecutor
+
+LAUNCH_TESTS = str(Path(__file__).resolve().parents[1] / "torch_backend")
+
+
+def say(kind, value):
+    print("RESULT " + json.dumps({"kind": kind, "value": value}), flush=True)
+
+
+def train():
+    """The Horovod idiom, as a horovod.ray user writes it (kolo.torch imported as hvd)."""
+    import socket
+    import torch
+    import kolo.torch as hvd
+    sys.path.insert(0, LAUNCH_TESTS)
+    from ddp_training import network, rows, STEPS
+    hvd.init()
+    model = network()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    x, y = rows()
+    r, n = hvd.rank(), hvd.size()
+    for _ in range(STEPS):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x[r::n]), y[r::n]).backward()
+        opt.step()
+    return {"rank": r, "size": n, "local_rank": hvd.local_rank(), "local_size": hvd.local_size(),
+            "cross_size": hvd.cross_size(), "host": socket.gethostname(),
+            "weights": [p.detach().flatten().tolist() for p in model.parameters()]}
+
+
+def fail_on_rank_1():
+    import kolo.torch as hvd
+    import torch
+    hvd.init()
+    if hvd.rank() == 1:
+        raise ValueError("rank 1's batch is bad")
+    hvd.allreduce(torch.ones(1), name="waits.for.rank.1")  # the others wait here for rank 1, which never comes
+
+
+class Counter:
+    def __init__(self, start):
+        self.n = start
+
+    def bump(self):
+        import kolo.torch as hvd
+        hvd.init()
+        self.n += 1
+        return self.n + 100 * hvd.rank()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("job")
+    parser.add_argument("--hosts", type=int)
+    parser.add_argument("--per-host", type=int, default=1)
+    parser.add_argument("--workers", type=int)
+    args = parser.parse_args()
+    ray.init(runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+    shape = dict(num_hosts=args.hosts, num_workers_per_host=args.per_host) if args.hosts else \
+        dict(num_workers=args.workers)
+    settings = RayExecutor.create_settings(timeout_s=120, placement_group_timeout_s=10)
+    executor = RayExecutor(settings, **shape)
+    try:
+        if args.job == "unplaceable":
+            try:
+                executor.start()
+            except RuntimeError as e:
+                say("error", str(e))
+            return
+        if args.job == "executable":
+            executor.start(executable_cls=Counter, executable_args=[5])
+            say("execute", executor.execute(lambda c: c.bump()))
+            say("single", executor.execute_single(lambda c: c.n))
+            say("remote", ray.get(executor.run_remote(lambda a, b=0: a + b, args=[1], kwargs={"b": 2})))
+            return
+        executor.start()
+        if args.job == "train":
+            say("train", executor.run(train))
+        elif args.job == "failure":
+            try:
+                executor.run(fail_on_rank_1)
+            except ValueError as e:
+                say("error", {"message": str(e).splitlines()[-1], "notes": getattr(e, "__notes__", [])})
+            try:
+                executor.run(train)
+            except RuntimeError as e:
+                say("after", str(e))
+            executor.shutdown()
+            executor.start()
+            say("again", [r["rank"] for r in executor.run(train)])
+    finally:
+        executor.shutdown()
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

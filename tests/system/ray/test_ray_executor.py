@@ -1,0 +1,85 @@
+"""kolo.ray.RayExecutor, horovod.ray's API, on a Ray cluster of 2 emulated hosts (tests/system/cluster/cluster.sh,
+tests/system/ray/ray_cluster.sh): a Horovod-idiom torch function trains to one process's weights with its ranks
+packed by node; a rank that raises ends the job naming itself; a cluster too small is refused in time. Needs root
+(network namespaces) and a Python with Ray and torch 2.x:
+
+    PYTHONPATH=build/python <ray venv>/bin/python -m pytest tests/system/ray
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="Ray is not installed in this Python (%s)" % sys.executable)
+torch = pytest.importorskip("torch")
+import subprocess  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+CLUSTER = HERE.parent / "cluster" / "cluster.sh"
+sys.path.insert(0, str(HERE.parent / "torch_backend"))
+from ddp_training import one_process_weights  # noqa: E402
+
+
+def on_ray_cluster(*job, hosts=2, cpus=2, timeout=400):
+    """Runs executor_jobs.py JOB on a Ray cluster of `hosts` emulated hosts; its results by kind."""
+    bin_dir = str(Path(sys.executable).parent)
+    run = subprocess.run([str(CLUSTER), "--hosts", str(hosts), "--", str(HERE / "ray_cluster.sh"), bin_dir, str(cpus),
+                          sys.executable, str(HERE / "executor_jobs.py"), *job],
+                         capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    text = run.stdout + run.stderr
+    if run.returncode == 77:
+        pytest.skip(text.strip().splitlines()[-1])
+    assert run.returncode == 0, text[-5000:]
+    results = {}
+    for line in run.stdout.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[len("RESULT "):])
+            results[r["kind"]] = r["value"]
+    return results, text
+
+
+def assert_trained_on_two_hosts(ranks):
+    expected = [p.flatten().tolist() for p in one_process_weights()]
+    assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
+    assert {(r["size"], r["local_size"], r["cross_size"]) for r in ranks} == {(4, 2, 2)}
+    assert [r["local_rank"] for r in ranks] == [0, 1, 0, 1]
+    # Packed by node: ranks 0-1 on one host, 2-3 on the other.
+    assert ranks[0]["host"] == ranks[1]["host"] != ranks[2]["host"] == ranks[3]["host"]
+    for r in ranks:
+        for got, want in zip(r["weights"], expected):
+            assert got == pytest.approx(want, rel=0, abs=1e-12)
+
+
+@pytest.mark.parametrize("shape", [["--hosts", "2", "--per-host", "2"], ["--workers", "4"]],
+                         ids=["num_hosts", "num_workers"])
+def test_a_horovod_idiom_function_trains_to_one_process_weights_on_two_nodes(shape):
+    results, text = on_ray_cluster("train", *shape)
+    assert "train" in results, text[-5000:]
+    assert_trained_on_two_hosts(results["train"])
+
+
+def test_a_rank_that_raises_ends_the_job_naming_itself_and_a_new_start_trains():
+    results, text = on_ray_cluster("failure", "--workers", "4")
+    assert results["error"]["message"] == "ValueError: rank 1's batch is bad", text[-5000:]
+    assert len(results["error"]["notes"]) == 1
+    assert results["error"]["notes"][0].startswith("kolo.ray: rank 1 (node 10.231.")
+    assert results["error"]["notes"][0].endswith("failed; every worker of the job was stopped")
+    assert results["after"].startswith("RayExecutor: the workers were stopped after rank 1 (node ")
+    assert results["again"] == [0, 1, 2, 3]
+
+
+def test_the_executable_class_execute_single_and_run_remote():
+    results, text = on_ray_cluster("executable", "--workers", "2", hosts=2, cpus=1)
+    assert results["execute"] == [6, 106], text[-5000:]
+    assert results["single"] == 6
+    assert results["remote"] == [3, 3]
+
+
+def test_more_workers_than_the_cluster_holds_is_refused_naming_both():
+    results, text = on_ray_cluster("unplaceable", "--hosts", "3", "--per-host", "1")
+    assert results["error"] == (
+        "RayExecutor: Ray could not place 3 workers of {'CPU': 1} on 3 nodes (1 each) within 10 s "
+        "(placement_group_timeout_s): the cluster has {'CPU': 4.0} in all, on 2 node(s); ask for fewer workers or "
+        "resources, or add nodes"), text[-5000:]
