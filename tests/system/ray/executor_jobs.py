@@ -52,6 +52,42 @@ def fail_on_rank_1():
     hvd.allreduce(torch.ones(1), name="waits.for.rank.1")  # the others wait here for rank 1, which never comes
 
 
+def elastic_train(fate):
+    """horovod.ray's elastic idiom: the state committed every step, each step the whole batch split across the
+    ranks there are (so any size gives one process's step). At step 2 the last rank is lost: its actor killed,
+    or (fate "node") its node's raylet, which ends every worker of that node."""
+    import signal
+    import torch
+    import kolo.torch as hvd
+    sys.path.insert(0, LAUNCH_TESTS)
+    from ddp_training import network, rows, STEPS
+    hvd.init()
+    model = network()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    state = hvd.elastic.TorchState(model, opt, batch=0)
+    first_size = hvd.size()
+
+    @hvd.elastic.run
+    def train(state):
+        x, y = rows()
+        while state.batch < STEPS:
+            r, n = hvd.rank(), hvd.size()
+            if state.batch == 2 and n == first_size and r == n - 1:
+                os.kill(os.getppid() if fate == "node" else os.getpid(), signal.SIGKILL)
+                import time
+                time.sleep(60)  # the raylet's end takes this worker with it
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x[r::n]), y[r::n]).backward()
+            opt.step()
+            state.batch += 1
+            state.commit()
+
+    train(state)
+    return {"rank": hvd.rank(), "size": hvd.size(), "first_size": first_size,
+            "weights": [p.detach().flatten().tolist() for p in model.parameters()]}
+
+
 class Counter:
     def __init__(self, start):
         self.n = start
@@ -69,10 +105,13 @@ def main():
     parser.add_argument("--hosts", type=int)
     parser.add_argument("--per-host", type=int, default=1)
     parser.add_argument("--workers", type=int)
+    parser.add_argument("--min", type=int)
+    parser.add_argument("--max", type=int)
+    parser.add_argument("--fate", default="actor")
     args = parser.parse_args()
     ray.init(runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
     shape = dict(num_hosts=args.hosts, num_workers_per_host=args.per_host) if args.hosts else \
-        dict(num_workers=args.workers)
+        dict(min_workers=args.min, max_workers=args.max) if args.min else dict(num_workers=args.workers)
     settings = RayExecutor.create_settings(timeout_s=120, placement_group_timeout_s=10)
     executor = RayExecutor(settings, **shape)
     try:
@@ -91,6 +130,9 @@ def main():
         executor.start()
         if args.job == "train":
             say("train", executor.run(train))
+        elif args.job == "elastic":
+            say("elastic", executor.run(elastic_train, args=[args.fate]))
+            say("workers_after", len(executor.workers))
         elif args.job == "failure":
             try:
                 executor.run(fail_on_rank_1)

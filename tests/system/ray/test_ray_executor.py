@@ -7,6 +7,7 @@ packed by node; a rank that raises ends the job naming itself; a cluster too sma
 """
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -83,3 +84,19 @@ def test_more_workers_than_the_cluster_holds_is_refused_naming_both():
         "RayExecutor: Ray could not place 3 workers of {'CPU': 1} on 3 nodes (1 each) within 10 s "
         "(placement_group_timeout_s): the cluster has {'CPU': 4.0} in all, on 2 node(s); ask for fewer workers or "
         "resources, or add nodes"), text[-5000:]
+
+
+@pytest.mark.parametrize("fate,left", [("actor", 3), ("node", 2)])
+def test_the_elastic_executor_goes_on_in_place_without_a_lost_worker_or_node(fate, left):
+    # 4 workers (2 per node, min_workers 2); at step 2 the last rank's actor is killed, or its node's raylet
+    # (which ends both workers of that node). The survivors roll back to the last commit and finish.
+    results, text = on_ray_cluster("elastic", "--min", "2", "--max", "4", "--fate", fate)
+    ranks = results.get("elastic")
+    assert ranks is not None, text[-5000:]
+    assert [(r["rank"], r["size"], r["first_size"]) for r in ranks] == [(i, left, 4) for i in range(left)]
+    assert results["workers_after"] == left
+    expected = [p.flatten().tolist() for p in one_process_weights()]
+    for r in ranks:
+        for got, want in zip(r["weights"], expected):
+            assert got == pytest.approx(want, rel=0, abs=1e-12)
+    assert re.search(r"kolo\.elastic: in place: now rank \d of %d, from commit" % left, text), text[-5000:]

@@ -25,6 +25,10 @@ class RayExecutor:
     Results come back by rank. A rank whose function raises ends the run: its error is raised here, naming the
     rank and its node, and every worker is stopped (the others may be waiting for it inside a collective, which
     is what kolorun does when a rank exits with an error); start() again for a new job.
+
+    Elastic (min_workers, max_workers): start() takes as many workers as the cluster has room for, from
+    min_workers to max_workers; a function written with kolo's elastic.run (state, commits) goes on in place
+    when a worker or its node is lost, down to min_workers, and run() returns the survivors' results.
     """
 
     @classmethod
@@ -38,10 +42,18 @@ class RayExecutor:
                  min_workers: Optional[int] = None, max_workers: Optional[int] = None, reset_limit=None,
                  cooldown_range=None, elastic_timeout=None, override_discovery=True, cpus_per_slot=None,
                  gpus_per_slot=None, num_slots=None):
-        if min_workers is not None or max_workers is not None:
-            raise NotImplementedError(
-                "RayExecutor(min_workers=..., max_workers=...): kolo's elastic executor on Ray is not built yet; run "
-                "the elastic loop under kolorun --gloo --in-place instead (docs/elastic.md)")
+        self._elastic = min_workers is not None or max_workers is not None
+        if self._elastic:
+            min_workers = 1 if min_workers is None else min_workers
+            if not isinstance(min_workers, int) or min_workers < 1 or (
+                    max_workers is not None and (not isinstance(max_workers, int) or max_workers < min_workers)):
+                raise ValueError("RayExecutor: min_workers must be a positive integer and max_workers at least that "
+                                 "(or None), not %r and %r" % (min_workers, max_workers))
+            if num_hosts is not None or reset_limit is not None or cooldown_range is not None:
+                raise NotImplementedError("RayExecutor: elastic mode on Ray takes min_workers, max_workers and "
+                                          "elastic_timeout; num_hosts, reset_limit and cooldown_range are not "
+                                          "supported there (docs/ray.md)")
+            num_workers = max_workers or min_workers  # resized at start() to what the cluster holds
         # horovod.ray's older names (cpus_per_slot, gpus_per_slot, num_slots) mean the same.
         cpus_per_worker = cpus_per_slot if cpus_per_slot is not None else cpus_per_worker
         gpus_per_worker = gpus_per_slot if gpus_per_slot is not None else gpus_per_worker
@@ -61,6 +73,8 @@ class RayExecutor:
         self._shape = Shape(num_workers=total, cpus_per_worker=cpus_per_worker,
                             gpus_per_worker=(gpus_per_worker or 1) if use_gpu else 0, num_hosts=num_hosts)
         self._use_current_group = use_current_placement_group
+        self._min_workers, self._max_workers = min_workers, max_workers
+        self._elastic_timeout = 600 if elastic_timeout is None else elastic_timeout
         self.workers: List[Any] = []  # in rank order, once started
         self._places: List[_layout.Place] = []
         self._placement = None
@@ -80,6 +94,9 @@ class RayExecutor:
             ray.init()
         from kolo._abi import _C
         try:
+            if self._elastic:
+                self._shape.num_workers = _elastic_size(self._shape, self._min_workers, self._max_workers,
+                                                        self._elastic_timeout)
             current = ray.util.get_current_placement_group() if self._use_current_group else None
             self._placement = Placement(self._shape, self.settings.placement_group_timeout_s, group=current)
             actor = ray.remote(Worker)
@@ -97,6 +114,10 @@ class RayExecutor:
                      "KOLO_GLOO_TIMEOUT_SECONDS": str(self.settings.timeout_s)}
             if self.settings.nics:
                 store["KOLO_GLOO_IFACE"] = self.settings.nics[0]
+            if self._elastic:
+                # kolo.elastic.run's survivors go on in place, down to min_workers (the driver's store outlives
+                # any rank).
+                store.update(KOLO_GLOO_IN_PLACE="1", KOLO_ELASTIC_MIN_NP=str(self._min_workers))
             store.update({str(k): str(v) for k, v in (extra_env_vars or {}).items()})
             self.workers = [created[s.worker] for s in seats]
             self._places = [places[s.worker] for s in seats]
@@ -160,20 +181,53 @@ class RayExecutor:
                                       "supported by kolo's executor; return results from the function instead")
 
     def _gather(self, refs):
-        """The results by rank; at the first rank that fails, every worker is stopped and its error raised."""
+        """The results by rank; at the first rank that fails, every worker is stopped and its error raised.
+        Elastic: a worker lost (its actor or node gone) is left out, its survivors having gone on in place; the
+        results are the survivors', in their first ranks' order, and they are the workers from then on."""
         rank_of = {ref: r for r, ref in enumerate(refs)}
         pending = list(refs)
+        lost = set()
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             try:
                 ray.get(done[0])
+            except ray.exceptions.RayActorError as e:
+                if not self._elastic:
+                    self._fail(rank_of[done[0]], e, "was lost")
+                lost.add(rank_of[done[0]])
             except Exception as e:
-                r = rank_of[done[0]]
-                place = self._places[r]
-                self._ended = "rank %d (node %s, %s) failed" % (r, place.ip, place.hostname)
-                workers, self.workers = self.workers, []
-                for w in workers:
-                    ray.kill(w, no_restart=True)
-                e.add_note("kolo.ray: %s; every worker of the job was stopped" % self._ended)
-                raise
+                self._fail(rank_of[done[0]], e, "failed")
+        if lost:
+            kept = [r for r in range(len(refs)) if r not in lost]
+            self.workers = [self.workers[r] for r in kept]
+            self._places = [self._places[r] for r in kept]
+            refs = [refs[r] for r in kept]
         return ray.get(list(refs))
+
+    def _fail(self, r, e, how):
+        """Stops every worker and raises `e`, naming rank `r`."""
+        place = self._places[r]
+        self._ended = "rank %d (node %s, %s) %s" % (r, place.ip, place.hostname, how)
+        workers, self.workers = self.workers, []
+        for w in workers:
+            ray.kill(w, no_restart=True)
+        e.add_note("kolo.ray: %s; every worker of the job was stopped" % self._ended)
+        raise e
+
+
+def _elastic_size(shape, min_workers, max_workers, timeout_s):
+    """How many workers an elastic start takes: as many as the cluster has room for now, at most max_workers,
+    waiting up to timeout_s for min_workers."""
+    import time
+    deadline = time.monotonic() + timeout_s
+    while True:
+        free = ray.available_resources()
+        room = [int(free.get(k, 0) // v) for k, v in shape.per_worker().items() if v > 0]
+        n = min(room) if room else max_workers or min_workers
+        n = min(n, max_workers) if max_workers else n
+        if n >= min_workers:
+            return n
+        if time.monotonic() > deadline:
+            raise RuntimeError("RayExecutor: the cluster has room for %d workers of %s, fewer than min_workers %d, "
+                               "after %g s (elastic_timeout)" % (n, shape.per_worker(), min_workers, timeout_s))
+        time.sleep(1)
