@@ -9,12 +9,17 @@ written, with these substitutions, and only these:
   name the worker pods;
 - ssh is a stand-in on the launcher's PATH that hands the host and command to cluster.sh's agent (the
   operator's ssh to the workers' sshd); the workers' command (sshd) is not run;
-- the pods' DNS names (train-0.train, through the headless Service) are the emulated hosts' names;
+- pod 0's name through the headless Service (train-0.train, trainrun-0.trainrun) is the first emulated
+  host's name; $(NAME) in a command is expanded from the container's env, as Kubernetes does;
+- torchrun is a torch 2.x's from PyPI (KOLO_TORCHRUN, default /work/venvs/torch-launch/bin/torchrun), as the
+  image's is; without one its test is skipped, saying so;
 - kolo is the build's (PATH, PYTHONPATH), not an image's install; the image's ENV (containers/cpu.Dockerfile) is set.
 
 Run by ctest (cluster_kubernetes), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/system/cluster/test_kubernetes.py
 """
+import importlib.util
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -58,9 +63,7 @@ def needs_cluster():
         pytest.skip("emulated hosts need iproute2's ip and util-linux's unshare")
     if not (BUILD / "python" / "kolo").exists():
         pytest.skip("kolo's Python package was not built")
-    try:
-        import sklearn  # noqa: F401  (the example's data)
-    except ImportError:
+    if importlib.util.find_spec("sklearn") is None:
         pytest.skip("the example needs scikit-learn")
 
 
@@ -89,22 +92,35 @@ def command_of(c):
     return list(c.get("command", [])) + list(c.get("args", []))
 
 
-def env_of(c):
-    """The container's env: literal values only (the recipes use no fieldRef)."""
+INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+
+def env_of(c, index=None):
+    """The container's env: literal values, and the pod's `index` where the downward API names it."""
     env = {}
     for e in c.get("env", []):
-        assert "value" in e, "env %s has no literal value" % e["name"]
-        env[e["name"]] = str(e["value"])
+        if "value" in e:
+            env[e["name"]] = str(e["value"])
+        else:
+            assert e["valueFrom"]["fieldRef"]["fieldPath"] == INDEX_FIELD, e
+            assert index is not None, "%s is the pod's index" % e["name"]
+            env[e["name"]] = str(index)
     return env
 
 
-def on_host(command, env, workspace=ROOT):
-    """A pod's process on an emulated host: `command` (a list, /workspace mapped) with `env` and the image's,
-    kolo from the build."""
+def expand(words, env):
+    """Kubernetes' $(NAME) in command and args: the value of the container's env NAME."""
+    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
+
+
+def on_host(command, env, workspace=ROOT, programs=None):
+    """A pod's process on an emulated host: `command` (a list, /workspace mapped, $(NAME) expanded, a first
+    word in `programs` replaced by its path here) with `env` and the image's, kolo from the build."""
+    words = [w.replace("/workspace", str(workspace)) for w in expand(command, env)]
+    words[0] = (programs or {}).get(words[0], words[0])
     env = dict(IMAGE_ENV, **env)
     env["PATH"] = "%s:%s" % (BUILD / "bin", env.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"))
     env["PYTHONPATH"] = str(BUILD / "python")
-    words = [w.replace("/workspace", str(workspace)) for w in command]
     return "cd %s && env %s %s" % (shlex.quote(str(workspace)), " ".join(shlex.quote("%s=%s" % kv) for kv in sorted(env.items())),
                                    " ".join(shlex.quote(w) for w in words))
 
@@ -211,8 +227,8 @@ def test_a_bad_operator_hostfile_fails_kolorun_naming_the_file_and_host(tmp_path
 
 # --- Recipe 2: an indexed Job and a headless Service -------------------------------------------------------
 
-def indexed_job():
-    service, job = documents("indexed-job.yaml")
+def indexed_job(name="indexed-job.yaml"):
+    service, job = documents(name)
     assert (service["kind"], service["spec"]["clusterIP"]) == ("Service", "None")
     assert (job["apiVersion"], job["kind"], job["spec"]["completionMode"]) == ("batch/v1", "Job", "Indexed")
     template = job["spec"]["template"]
@@ -221,22 +237,29 @@ def indexed_job():
     return job, container(template)
 
 
-def run_indexed_job(pods, env_changes=None):
-    """The Job's pods, pod i on emulated host i+1 with JOB_COMPLETION_INDEX=i (as Kubernetes sets it) and the
-    manifest's env, MASTER_ADDR (pod 0 through the Service) naming host 1; `env_changes` per index."""
-    job, c = indexed_job()
-    env = env_of(c)
-    assert env["MASTER_ADDR"] == "%s-0.%s" % (job["metadata"]["name"], job["spec"]["template"]["spec"]["subdomain"])
+def pod_lines(job, c, pods, env_changes=None, programs=None):
+    """Shell lines that run the Job's pods, pod i on emulated host i+1 with JOB_COMPLETION_INDEX=i (as
+    Kubernetes sets it) and the manifest's env; pod 0's name through the Service (<job>-0.<subdomain>) is
+    host 1's. `env_changes` per index. Their output follows, pod by pod; the status says which pods failed."""
+    pod_0 = "%s-0.%s" % (job["metadata"]["name"], job["spec"]["template"]["spec"]["subdomain"])
     lines = ['first=$(echo $CLUSTER_HOSTS | cut -d, -f1)']
     for i in range(pods):
-        pod_env = dict(env, JOB_COMPLETION_INDEX=str(i), MASTER_ADDR="@FIRST@")
+        pod_env = dict(env_of(c, i), JOB_COMPLETION_INDEX=str(i))
         pod_env.update((env_changes or {}).get(i, {}))
-        command = 'printf %%s %s | sed "s/@FIRST@/$first/"' % shlex.quote(on_host(command_of(c), pod_env))
+        words = [w.replace(pod_0, "@FIRST@") for w in command_of(c)]
+        pod_env = {k: v.replace(pod_0, "@FIRST@") for k, v in pod_env.items()}
+        command = 'printf %%s %s | sed "s/@FIRST@/$first/g"' % shlex.quote(on_host(words, pod_env, programs=programs))
         lines.append('$CLUSTER_AGENT $(echo $CLUSTER_HOSTS | cut -d, -f%d) "$(%s)" > pod%d.out 2>&1 & p%d=$!'
                      % (i + 1, command, i, i))
     lines.append("status=0; " + " ".join("wait $p%d || status=$((status + %d));" % (i, 1 << i) for i in range(pods)))
     lines.append("for i in $(seq 0 %d); do echo \"== pod $i\"; cat pod$i.out; done; exit $status" % (pods - 1))
-    return job, c, lines
+    return lines
+
+
+def run_indexed_job(pods, env_changes=None):
+    job, c = indexed_job()
+    assert env_of(c)["MASTER_ADDR"] == "%s-0.%s" % (job["metadata"]["name"], job["spec"]["template"]["spec"]["subdomain"])
+    return job, c, pod_lines(job, c, pods, env_changes)
 
 
 def test_the_indexed_jobs_pods_train_in_a_gloo_world(tmp_path):
@@ -269,3 +292,27 @@ def test_a_pod_whose_index_is_out_of_the_world_fails_naming_both(tmp_path):
     run = on_cluster("cd %s && %s" % (tmp_path, "\n".join(lines)), hosts=1, timeout=120)
     assert run.returncode != 0
     assert "JOB_COMPLETION_INDEX=2" in run.stdout and "WORLD_SIZE=2" in run.stdout, run.stdout[-3000:]
+
+
+# --- Recipe 3: torchrun in each pod of an indexed Job ------------------------------------------------------
+
+# torchrun of a torch 2.x (torch 1.13's does not run under Python 3.11): the image's is PyPI's torch too.
+TORCHRUN = Path(os.environ.get("KOLO_TORCHRUN", "/work/venvs/torch-launch/bin/torchrun"))
+
+
+def test_torchrun_in_each_pod_trains_in_a_gloo_world(tmp_path):
+    needs_cluster()
+    if not TORCHRUN.exists():
+        pytest.skip("no torchrun of torch 2.x at %s (set KOLO_TORCHRUN)" % TORCHRUN)
+    job, c = indexed_job("torchrun-job.yaml")
+    pods = job["spec"]["completions"]
+    assert pods == job["spec"]["parallelism"] == 2
+    command = command_of(c)
+    assert command[0] == "torchrun" and "--nnodes=2" in command and "--nproc-per-node=2" in command
+    assert "--node-rank=$(JOB_COMPLETION_INDEX)" in command
+    assert "--master-addr=%s-0.%s" % (job["metadata"]["name"], job["spec"]["template"]["spec"]["subdomain"]) in command
+    lines = pod_lines(job, c, pods, programs={"torchrun": str(TORCHRUN)})
+    run = on_cluster("cd %s && %s" % (tmp_path, "\n".join(lines)), hosts=pods)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert_trained_to_the_reference(run.stdout)
+    assert run.stdout.count("epoch  1 ") == 1, run.stdout  # rank 0 alone prints
