@@ -39,3 +39,13 @@ if [ -x "$build/tests/kolo_store_tool" ]; then
     -p no:cacheprovider tests/system/gloo/test_torchrun.py tests/system/gloo/test_tcp_store_torch.py \
     tests/system/torch_backend
 fi
+# Ray (docs/ray.md), with Ray from PyPI in the same environment: kolo.ray's RayExecutor on a Ray cluster of 2
+# emulated hosts (a Horovod-idiom function, a rank that raises, the elastic executor losing a node, a cluster too
+# small) and Ray Train's TorchTrainer on backend="kolo". The other executor cases run by hand (docs/ray.md).
+ray_version=2.60.0
+if ! "$venv/bin/python" -c "import ray, ray.train; assert ray.__version__ == '$ray_version'" >/dev/null 2>&1; then
+  echo "installing Ray $ray_version from PyPI into .venv-torch2"
+  "$venv/bin/pip" install -q --disable-pip-version-check "ray[train]==$ray_version"
+fi
+PYTHONPATH="$build/python" timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/system/ray \
+  -k "ray_train or (one_process_weights and num_hosts) or raises or (elastic and not actor) or refused"

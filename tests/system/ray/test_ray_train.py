@@ -1,5 +1,5 @@
 """Ray Train runs an unchanged DDP loop on the kolo backend (TorchConfig(backend="kolo")) to one process's
-weights. Needs a Python with ray[train] and torch 2.x; not in CI yet (issue 53):
+weights. Needs a Python with ray[train] and torch 2.x (CI: tests/torch2.sh):
 
     PYTHONPATH=build/python <ray venv>/bin/python -m pytest tests/system/ray
 """

@@ -5,6 +5,7 @@ network; prints the trained weights' sum and the backend. Each worker registers 
     PYTHONPATH=build/python python tests/system/ray/train_on_kolo.py     (a Python with ray[train] and torch 2.x)
 """
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -33,16 +34,19 @@ def loop(config):
 
 
 def main():
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={
+    # Ray's sockets and session folders in a folder of this run's, removed on every way out.
+    temp_dir = tempfile.mkdtemp(prefix="kolo-ray-session-")
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, runtime_env={
         "env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
         "worker_process_setup_hook": "kolo.torch.backend.register"})
     try:
         TorchTrainer(loop, train_loop_config={"launch_tests": LAUNCH_TESTS},
                      scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 1}),
                      torch_config=TorchConfig(backend="kolo"),
-                     run_config=RunConfig(storage_path=tempfile.mkdtemp(prefix="kolo-ray-"))).fit()
+                     run_config=RunConfig(storage_path=os.path.join(temp_dir, "results"))).fit()
     finally:
         ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
