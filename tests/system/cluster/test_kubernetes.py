@@ -11,8 +11,8 @@ written, with these substitutions, and only these:
   operator's ssh to the workers' sshd); the workers' command (sshd) is not run;
 - pod 0's name through the headless Service (train-0.train, trainrun-0.trainrun) is the first emulated
   host's name; $(NAME) in a command is expanded from the container's env, as Kubernetes does;
-- torchrun is a torch 2.x's from PyPI (KOLO_TORCHRUN, default /work/venvs/torch-launch/bin/torchrun), as the
-  image's is; without one its test is skipped, saying so;
+- torchrun is a torch 2.x's from PyPI (KOLO_TORCHRUN, else tests/torch2.sh's .venv-torch2, else
+  /work/venvs/torch-launch), as the image's is; without one its test is skipped, saying so;
 - kolo is the build's (PATH, PYTHONPATH), not an image's install; the image's ENV (containers/cpu.Dockerfile) is set.
 
 Run by ctest (cluster_kubernetes), or as root: KOLO_BUILD_DIR=build python3 -m pytest tests/system/cluster/test_kubernetes.py
@@ -296,14 +296,16 @@ def test_a_pod_whose_index_is_out_of_the_world_fails_naming_both(tmp_path):
 
 # --- Recipe 3: torchrun in each pod of an indexed Job ------------------------------------------------------
 
-# torchrun of a torch 2.x (torch 1.13's does not run under Python 3.11): the image's is PyPI's torch too.
-TORCHRUN = Path(os.environ.get("KOLO_TORCHRUN", "/work/venvs/torch-launch/bin/torchrun"))
+# torchrun of a torch 2.x (torch 1.13's does not run under Python 3.11), as the image's torch is.
+TORCHRUN = Path(os.environ.get("KOLO_TORCHRUN") or next(
+    (p for p in (ROOT / ".venv-torch2" / "bin" / "torchrun", Path("/work/venvs/torch-launch/bin/torchrun")) if p.exists()),
+    ROOT / ".venv-torch2" / "bin" / "torchrun"))
 
 
 def test_torchrun_in_each_pod_trains_in_a_gloo_world(tmp_path):
     needs_cluster()
     if not TORCHRUN.exists():
-        pytest.skip("no torchrun of torch 2.x at %s (set KOLO_TORCHRUN)" % TORCHRUN)
+        pytest.skip("no torchrun of torch 2.x at %s (set KOLO_TORCHRUN, or run tests/torch2.sh)" % TORCHRUN)
     job, c = indexed_job("torchrun-job.yaml")
     pods = job["spec"]["completions"]
     assert pods == job["spec"]["parallelism"] == 2
