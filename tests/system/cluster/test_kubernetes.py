@@ -284,8 +284,10 @@ def test_a_pod_whose_rank_is_out_of_the_world_fails_naming_both(tmp_path):
     assert "RANK=2 is not a rank of WORLD_SIZE=2" in run.stdout, run.stdout[-3000:]
 
 
-@pytest.mark.xfail(strict=True, reason="src/comm/launcher_env.cc's message quotes RANK (unset here), not "
-                                       "JOB_COMPLETION_INDEX, where the rank came from the pod's index")
+# Not strict while src/comm/launcher_env.cc's fix (name the variable the rank came from) is on its way: remove
+# the mark once it has landed.
+@pytest.mark.xfail(strict=False, reason="src/comm/launcher_env.cc's message quoted RANK (unset here), not "
+                                        "JOB_COMPLETION_INDEX, where the rank came from the pod's index")
 def test_a_pod_whose_index_is_out_of_the_world_fails_naming_both(tmp_path):
     needs_cluster()
     job, c, lines = run_indexed_job(1, {0: {"JOB_COMPLETION_INDEX": "2"}})
