@@ -77,7 +77,8 @@ Status read_launcher_env(const EnvLookup& env, LauncherEnv* out) {
   Status s;
   if (set(env, "KOLO_STORE_ADDR")) {
     out->kind = Kind::kKolorun;
-    out->name = "kolorun --gloo";
+    // kolo.ray's executor gives its actors kolorun's variables, its driver serving the store.
+    out->name = set(env, "RAY_RAYLET_PID") || set(env, "RAY_JOB_ID") ? "kolo.ray's RayExecutor" : "kolorun --gloo";
     s = read_torch_convention(env, out);
     if (!s.ok()) return s;
     out->store_host = value(env, "KOLO_STORE_ADDR");
@@ -116,7 +117,15 @@ Status read_launcher_env(const EnvLookup& env, LauncherEnv* out) {
   const std::string by = " (the job was started by " + out->name + ")";
   if (out->size <= 0) return Status::InvalidArgument("WORLD_SIZE is not set to a positive rank count" + by);
   if (out->rank < 0 || out->rank >= out->size) {
-    return Status::InvalidArgument("RANK=" + value(env, "RANK") + " is not a rank of WORLD_SIZE=" +
+    // Named as given: the rank may have come from a launcher's own variable (an indexed Job's pod index).
+    const char* given = "RANK";
+    for (const char* name : {"RANK", "JOB_COMPLETION_INDEX", "SLURM_PROCID"}) {
+      if (set(env, name)) {
+        given = name;
+        break;
+      }
+    }
+    return Status::InvalidArgument(std::string(given) + "=" + value(env, given) + " is not a rank of WORLD_SIZE=" +
                                    std::to_string(out->size) + by);
   }
   if (out->size > 1 && (out->store_host.empty() || out->store_port <= 0 || out->store_port > 65535)) {

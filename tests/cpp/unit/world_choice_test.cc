@@ -47,6 +47,12 @@ TEST(LauncherEnv, TellsEachLauncherByItsVariables) {
   EXPECT_EQ(kolorun.kind, Kind::kKolorun);
   EXPECT_EQ(kolorun.token, "t");
   EXPECT_FALSE(kolorun.serves_store);
+  EXPECT_EQ(kolorun.name, "kolorun --gloo");
+  // kolo.ray's executor: kolorun's variables in a Ray actor, the driver serving the store.
+  LauncherEnv ray = env_of({{"KOLO_STORE_ADDR", "10.0.0.1"}, {"KOLO_STORE_PORT", "5555"}, {"RAY_RAYLET_PID", "7"},
+                            {"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(ray.kind, Kind::kKolorun);
+  EXPECT_EQ(ray.name, "kolo.ray's RayExecutor");
   // A Kubernetes indexed Job numbers its pods.
   EXPECT_EQ(env_of({{"JOB_COMPLETION_INDEX", "3"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}).rank,
             3);
@@ -59,6 +65,10 @@ TEST(LauncherEnv, RefusesVariablesThatDoNotFitNamingThem) {
   Status s;
   env_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}, &s);
   EXPECT_EQ(s.message(), "RANK=2 is not a rank of WORLD_SIZE=2 (the job was started by MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE)");
+  // An indexed Job's pod index stands for RANK: the message names it as given.
+  env_of({{"JOB_COMPLETION_INDEX", "4"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}, &s);
+  EXPECT_EQ(s.message(),
+            "JOB_COMPLETION_INDEX=4 is not a rank of WORLD_SIZE=2 (the job was started by MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE)");
   env_of({{"RANK", "0"}, {"WORLD_SIZE", "two"}}, &s);
   EXPECT_EQ(s.message(), "WORLD_SIZE='two' is not a rank count or index");
   env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, &s);
