@@ -48,7 +48,7 @@ if ! "$venv/bin/python" -c "import ray, ray.train; assert ray.__version__ == '$r
   "$venv/bin/pip" install -q --disable-pip-version-check "ray[train]==$ray_version"
 fi
 PYTHONPATH="$build/python" timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/system/ray \
-  -k "ray_train or (one_process_weights and num_hosts) or raises or (elastic and not actor) or refused"
+  -k "ray_train or kolo_config or (one_process_weights and num_hosts) or raises or (elastic and not actor) or refused"
 # The Kubernetes recipe with torchrun in each pod (docs/kubernetes.md) needs this environment's torchrun: ctest's
 # cluster_kubernetes, which runs before this script, skips it.
 KOLO_BUILD_DIR="$build" KOLO_TORCHRUN="$venv/bin/torchrun" timeout 300 /usr/bin/python3 -m pytest -q -rs \

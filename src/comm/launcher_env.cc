@@ -77,8 +77,8 @@ Status read_launcher_env(const EnvLookup& env, LauncherEnv* out) {
   Status s;
   if (set(env, "KOLO_STORE_ADDR")) {
     out->kind = Kind::kKolorun;
-    // kolo.ray's executor gives its actors kolorun's variables, its driver serving the store.
-    out->name = set(env, "RAY_RAYLET_PID") || set(env, "RAY_JOB_ID") ? "kolo.ray's RayExecutor" : "kolorun --gloo";
+    // kolo.ray (RayExecutor, Ray Train's KoloConfig) gives Ray's workers kolorun's variables, serving the store.
+    out->name = set(env, "RAY_RAYLET_PID") || set(env, "RAY_JOB_ID") ? "kolo.ray" : "kolorun --gloo";
     s = read_torch_convention(env, out);
     if (!s.ok()) return s;
     out->store_host = value(env, "KOLO_STORE_ADDR");

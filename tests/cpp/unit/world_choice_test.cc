@@ -48,11 +48,11 @@ TEST(LauncherEnv, TellsEachLauncherByItsVariables) {
   EXPECT_EQ(kolorun.token, "t");
   EXPECT_FALSE(kolorun.serves_store);
   EXPECT_EQ(kolorun.name, "kolorun --gloo");
-  // kolo.ray's executor: kolorun's variables in a Ray actor, the driver serving the store.
+  // kolo.ray: kolorun's variables in a Ray worker, the driver (or Ray Train's controller) serving the store.
   LauncherEnv ray = env_of({{"KOLO_STORE_ADDR", "10.0.0.1"}, {"KOLO_STORE_PORT", "5555"}, {"RAY_RAYLET_PID", "7"},
                             {"RANK", "1"}, {"WORLD_SIZE", "2"}});
   EXPECT_EQ(ray.kind, Kind::kKolorun);
-  EXPECT_EQ(ray.name, "kolo.ray's RayExecutor");
+  EXPECT_EQ(ray.name, "kolo.ray");
   // A Kubernetes indexed Job numbers its pods.
   EXPECT_EQ(env_of({{"JOB_COMPLETION_INDEX", "3"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}).rank,
             3);
