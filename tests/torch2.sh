@@ -40,15 +40,16 @@ if [ -x "$build/tests/kolo_store_tool" ]; then
     tests/system/torch_backend
 fi
 # Ray (docs/ray.md), with Ray from PyPI in the same environment: kolo.ray's RayExecutor on a Ray cluster of 2
-# emulated hosts (a Horovod-idiom function, a rank that raises, the elastic executor losing a node, a cluster too
-# small) and Ray Train's TorchTrainer on backend="kolo". The other executor cases run by hand (docs/ray.md).
+# emulated hosts (a Horovod-idiom function, a rank that raises, the elastic executor losing a node and growing
+# onto one that joins, a cluster too small), and Ray Train's TorchTrainer on backend="kolo" and
+# DataParallelTrainer with KoloConfig. The other cases run by hand (docs/ray.md).
 ray_version=2.60.0
 if ! "$venv/bin/python" -c "import ray, ray.train; assert ray.__version__ == '$ray_version'" >/dev/null 2>&1; then
   echo "installing Ray $ray_version from PyPI into .venv-torch2"
   "$venv/bin/pip" install -q --disable-pip-version-check "ray[train]==$ray_version"
 fi
 PYTHONPATH="$build/python" timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/system/ray \
-  -k "ray_train or kolo_config or (one_process_weights and num_hosts) or raises or (elastic and not actor) or refused"
+  -k "(ray_train or (one_process_weights and num_hosts) or raises or (elastic and not actor) or grows or refused) and not example"
 # The Kubernetes recipe with torchrun in each pod (docs/kubernetes.md) needs this environment's torchrun: ctest's
 # cluster_kubernetes, which runs before this script, skips it.
 KOLO_BUILD_DIR="$build" KOLO_TORCHRUN="$venv/bin/torchrun" timeout 300 /usr/bin/python3 -m pytest -q -rs \

@@ -216,6 +216,11 @@ typedef struct kolo_store_server kolo_store_server;
 KOLO_EXPORT int32_t kolo_store_server_start(const char* bind_address, int32_t port, const char* token,
                                             kolo_store_server** out);
 KOLO_EXPORT int32_t kolo_store_server_port(const kolo_store_server* server);
+/* Adds `delta` to the integer in `key` (a missing key counts as 0; *result, when not NULL, gets the sum), as a
+   client of the job would: the launcher's word to its ranks (kolo/<job id>/hosts_changed: elastic, room for
+   more ranks). */
+KOLO_EXPORT int32_t kolo_store_server_add(kolo_store_server* server, const char* key, int64_t delta,
+                                          int64_t* result);
 /* Closes every connection, stops serving and frees the server. */
 KOLO_EXPORT void kolo_store_server_free(kolo_store_server* server);
 

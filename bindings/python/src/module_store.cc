@@ -1,6 +1,7 @@
 // kolo._C's store server (kolo_store_server_*): a job's key-value store served from this process, for
 // launchers that are not kolorun (kolo.ray's RayExecutor, in Ray's driver).
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "module_parts.h"
@@ -21,6 +22,17 @@ class StoreServer {
     server_.reset(server);
   }
   int port() const { return server_ ? kolo_store_server_port(server_.get()) : 0; }
+  int64_t add(const std::string& key, int64_t delta) {
+    if (!server_) throw std::runtime_error("StoreServer.add('" + key + "'): the server was stopped");
+    int64_t sum = 0;
+    int32_t code;
+    {
+      py::gil_scoped_release release;
+      code = kolo_store_server_add(server_.get(), key.c_str(), delta, &sum);
+    }
+    if (code != KOLO_OK) raise_failed(code);
+    return sum;
+  }
   void stop() {
     py::gil_scoped_release release;
     server_.reset();
@@ -40,6 +52,7 @@ void register_store(py::module_& m) {
       .def(py::init<const std::string&, int, const std::string&>(), py::arg("bind_address"), py::arg("port"),
            py::arg("token"))
       .def_property_readonly("port", &StoreServer::port)
+      .def("add", &StoreServer::add, py::arg("key"), py::arg("delta"))
       .def("stop", &StoreServer::stop);
 }
 

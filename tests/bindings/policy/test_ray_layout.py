@@ -33,7 +33,10 @@ def test_every_rank_of_a_node_sees_the_nodes_gpus_in_local_rank_order():
 def test_the_store_server_serves_on_an_ephemeral_port_until_stopped():
     server = _C.StoreServer("127.0.0.1", 0, "secret")
     assert 0 < server.port < 65536
+    assert [server.add("kolo/job/hosts_changed", 1), server.add("kolo/job/hosts_changed", 2)] == [1, 3]
     server.stop()
+    with pytest.raises(RuntimeError, match=r"^StoreServer.add\('k'\): the server was stopped$"):
+        server.add("k", 1)
     assert server.port == 0
     with pytest.raises(KoloValueError, match="^kolo_store_server_start: port 70000 is not from 0 to 65535$"):
         _C.StoreServer("127.0.0.1", 70000, "secret")

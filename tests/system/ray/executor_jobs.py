@@ -88,6 +88,40 @@ def elastic_train(fate):
             "weights": [p.detach().flatten().tolist() for p in model.parameters()]}
 
 
+GROW_STEPS = 24
+
+
+def grow_train():
+    """The elastic idiom again, a step every half second: a node joins the cluster meanwhile, and the job goes
+    on from its next commit on more workers."""
+    import time
+    import torch
+    import kolo.torch as hvd
+    sys.path.insert(0, LAUNCH_TESTS)
+    from ddp_training import network, rows
+    hvd.init()
+    model = network()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    state = hvd.elastic.TorchState(model, opt, batch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        x, y = rows()
+        while state.batch < GROW_STEPS:
+            r, n = hvd.rank(), hvd.size()
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x[r::n]), y[r::n]).backward()
+            opt.step()
+            state.batch += 1
+            state.commit()
+            time.sleep(0.5)
+
+    train(state)
+    return {"rank": hvd.rank(), "size": hvd.size(), "attempt": int(os.environ["KOLO_ELASTIC_ATTEMPT"]),
+            "weights": [p.detach().flatten().tolist() for p in model.parameters()]}
+
+
 class Counter:
     def __init__(self, start):
         self.n = start
@@ -130,6 +164,19 @@ def main():
         executor.start()
         if args.job == "train":
             say("train", executor.run(train))
+        elif args.job == "grow":
+            import subprocess
+            import threading
+            import time
+
+            def join_later():
+                time.sleep(5)  # the first attempt is training by then
+                subprocess.run(os.environ["RAY_CLUSTER_JOIN"], shell=True, check=True, timeout=120)
+            joiner = threading.Thread(target=join_later)
+            joiner.start()
+            say("grow", executor.run(grow_train))
+            joiner.join()
+            say("workers_after", len(executor.workers))
         elif args.job == "elastic":
             say("elastic", executor.run(elastic_train, args=[args.fate]))
             say("workers_after", len(executor.workers))

@@ -23,12 +23,12 @@ sys.path.insert(0, str(HERE.parent / "torch_backend"))
 from ddp_training import one_process_weights  # noqa: E402
 
 
-def on_ray_cluster(*job, hosts=2, cpus=2, timeout=400):
+def on_ray_cluster(*job, hosts=2, cpus=2, timeout=400, env=None):
     """Runs executor_jobs.py JOB on a Ray cluster of `hosts` emulated hosts; its results by kind."""
     bin_dir = str(Path(sys.executable).parent)
     run = subprocess.run([str(CLUSTER), "--hosts", str(hosts), "--", str(HERE / "ray_cluster.sh"), bin_dir, str(cpus),
                           sys.executable, str(HERE / "executor_jobs.py"), *job],
-                         capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+                         capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
     text = run.stdout + run.stderr
     if run.returncode == 77:
         pytest.skip(text.strip().splitlines()[-1])
@@ -100,3 +100,21 @@ def test_the_elastic_executor_goes_on_in_place_without_a_lost_worker_or_node(fat
         for got, want in zip(r["weights"], expected):
             assert got == pytest.approx(want, rel=0, abs=1e-12)
     assert re.search(r"kolo\.elastic: in place: now rank \d of %d, from commit" % left, text), text[-5000:]
+
+
+def test_the_elastic_executor_grows_onto_a_node_that_joins_at_its_next_commit():
+    # 2 workers on the head host (min_workers 2, max_workers 4); a second node joins the Ray cluster while they
+    # train: the ranks leave at their next commit and the job goes on from it on 4 workers.
+    from ddp_training import network, rows, train_shard
+    results, text = on_ray_cluster("grow", "--min", "2", "--max", "4", env={"RAY_LATE_HOSTS": "1"})
+    ranks = results.get("grow")
+    assert ranks is not None, text[-5000:]
+    assert [(r["rank"], r["size"]) for r in ranks] == [(i, 4) for i in range(4)], text[-5000:]
+    assert {r["attempt"] for r in ranks} == {1}
+    assert results["workers_after"] == 4
+    assert re.search(r"kolo\.elastic: attempt 1 on 4 ranks resumes from commit \d+", text), text[-5000:]
+    net = network()
+    train_shard(net, torch.optim.SGD(net.parameters(), lr=0.1), 0, 1, steps=24)  # GROW_STEPS
+    for r in ranks:
+        for got, want in zip(r["weights"], [p.detach().flatten().tolist() for p in net.parameters()]):
+            assert got == pytest.approx(want, rel=0, abs=1e-12)

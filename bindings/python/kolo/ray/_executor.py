@@ -28,7 +28,8 @@ class RayExecutor:
 
     Elastic (min_workers, max_workers): start() takes as many workers as the cluster has room for, from
     min_workers to max_workers; a function written with kolo's elastic.run (state, commits) goes on in place
-    when a worker or its node is lost, down to min_workers, and run() returns the survivors' results.
+    when a worker or its node is lost, down to min_workers, and starts again from its next commit on more workers
+    when the cluster has room for them; run() returns the results of the workers there are at the end.
     """
 
     @classmethod
@@ -80,6 +81,9 @@ class RayExecutor:
         self._placement = None
         self._store = None
         self._ended = None  # why the workers were stopped, after a rank failed
+        self._started_with = None  # start()'s arguments, for an elastic restart
+        self._elastic_job = None   # the elastic job's id, the same over its restarts (its commits are kept by it)
+        self._attempt = 0
 
     @property
     def num_workers(self):
@@ -90,6 +94,7 @@ class RayExecutor:
         """Places the workers, gives each its rank, and builds executable_cls(*args, **kwargs) in each."""
         if self.workers:
             raise RuntimeError("RayExecutor.start(): already started; shutdown() first")
+        self._started_with = (executable_cls, executable_args, executable_kwargs, extra_env_vars)
         if not ray.is_initialized():
             ray.init()
         from kolo._abi import _C
@@ -118,6 +123,12 @@ class RayExecutor:
                 # kolo.elastic.run's survivors go on in place, down to min_workers (the driver's store outlives
                 # any rank).
                 store.update(KOLO_GLOO_IN_PLACE="1", KOLO_ELASTIC_MIN_NP=str(self._min_workers))
+                # kolo.elastic's restart path: room for more workers is said under the job's hosts_changed
+                # key, every rank leaves at the next commit, and run() starts them again, more, from it.
+                self._elastic_job = self._elastic_job or secrets.token_hex(6)
+                store.update(KOLO_ELASTIC="1", KOLO_ELASTIC_JOB_ID=self._elastic_job,
+                             KOLO_ELASTIC_ATTEMPT=str(self._attempt))
+                self._job_key = "kolo/%s/hosts_changed" % store["KOLO_JOB_ID"]
             store.update({str(k): str(v) for k, v in (extra_env_vars or {}).items()})
             self.workers = [created[s.worker] for s in seats]
             self._places = [places[s.worker] for s in seats]
@@ -144,7 +155,41 @@ class RayExecutor:
             callbacks=None) -> List[Any]:
         """fn(*args, **kwargs) on every rank; the results by rank."""
         self._no_callbacks(callbacks)
+        if self._elastic:
+            return self._run_elastic(fn, args, kwargs)
         return self._gather(self.run_remote(fn, args, kwargs))
+
+    def _run_elastic(self, fn, args, kwargs):
+        """run() in elastic mode: until the function returns on the workers there are, each time the cluster has
+        room for more workers (up to max_workers), the ranks are told; they leave at their next commit, and the
+        job starts again on more workers, from that commit."""
+        while True:
+            refs = self.run_remote(fn, args, kwargs)
+            watch = _RoomWatch(self)
+            try:
+                results = self._gather(refs)
+            finally:
+                watch.stop()
+            if self.workers:
+                return results
+            if not watch.asked:
+                raise RuntimeError("RayExecutor: every worker was lost (elastic: no survivor to go on from)")
+            self._restart()
+
+    def _restart(self):
+        import time
+        cls, args, kwargs, env = self._started_with
+        held = {k: v * self._shape.num_workers for k, v in self._shape.per_worker().items() if v > 0}
+        before = ray.available_resources()
+        self.shutdown()
+        # Ray frees the old group's resources a moment later: the new size counts them (else the job would start
+        # small and be told of room again at once).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(
+                ray.available_resources().get(k, 0) < before.get(k, 0) + v for k, v in held.items()):
+            time.sleep(0.2)
+        self._attempt += 1
+        self.start(cls, args, kwargs, env)
 
     def run_remote(self, fn: Callable[..., Any], args: Optional[List] = None,
                    kwargs: Optional[Dict] = None) -> List[Any]:
@@ -231,3 +276,33 @@ def _elastic_size(shape, min_workers, max_workers, timeout_s):
             raise RuntimeError("RayExecutor: the cluster has room for %d workers of %s, fewer than min_workers %d, "
                                "after %g s (elastic_timeout)" % (n, shape.per_worker(), min_workers, timeout_s))
         time.sleep(1)
+
+
+class _RoomWatch:
+    """While an elastic run goes on: once the cluster has room for one more worker (below max_workers), says so
+    to the ranks, once (the store's hosts_changed key: kolo's peer watch raises SIGUSR1 in each, as under an
+    elastic kolorun)."""
+
+    def __init__(self, executor, interval_s=1.0):
+        import threading
+        self.asked = False
+        self._executor = executor
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(interval_s,), daemon=True)
+        self._thread.start()
+
+    def _watch(self, interval_s):
+        ex = self._executor
+        while not self._stop.wait(interval_s):
+            if ex._max_workers is not None and len(ex.workers) >= ex._max_workers:
+                return
+            free = ray.available_resources()
+            room = [int(free.get(k, 0) // v) for k, v in ex._shape.per_worker().items() if v > 0]
+            if room and min(room) >= 1 and ex._store is not None:
+                ex._store.add(ex._job_key, 1)
+                self.asked = True
+                return
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
