@@ -93,3 +93,22 @@ def test_sparse_as_dense_and_predivide_and_sum(rank, size):
     mean = [kolo.allreduce(tf.convert_to_tensor(g), name="ref.%d" % i) for i, g in enumerate(own)]
     for g, m in zip(grads, mean):
         np.testing.assert_allclose(g.numpy(), m.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "tf_function"])
+def test_variables_left_unnamed_each_get_their_own_allreduce(compiled, rank, size):
+    # tf.Variable's default name is "Variable:0" for every variable: naming the gradients by it alone made the
+    # second one "already in flight" on every rank.
+    w = tf.Variable(tf.fill([2], float(rank + 1)))
+    b = tf.Variable(tf.fill([3], 10.0 * (rank + 1)))
+    assert w.name == b.name == "Variable:0"
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * w) + tf.reduce_sum(b)
+        return kolo.DistributedGradientTape(tape).gradient(loss, [w, b])
+
+    gw, gb = tf.function(gradients)() if compiled else gradients()
+    # d/dw sum(w^2) = 2w = 2(rank + 1), averaged over the ranks: size + 1; d/db sum(b) = 1 on every rank.
+    assert gw.numpy().tolist() == [float(size + 1)] * 2
+    assert gb.numpy().tolist() == [1.0] * 3

@@ -1,7 +1,8 @@
 """Driver for the RayExecutor tests: runs horovod.ray-idiom jobs on the Ray cluster at RAY_ADDRESS (or a local
 one) and prints one JSON line per result, which tests/system/ray/test_ray_executor.py checks.
 
-    python executor_jobs.py train|layout|failure|unplaceable|executable [--hosts H --per-host W | --workers N]
+    python executor_jobs.py train|train_tf|failure|unplaceable|executable|elastic|grow
+                            [--hosts H --per-host W | --workers N | --min N --max M]
 """
 import argparse
 import json
@@ -41,6 +42,57 @@ def train():
     return {"rank": r, "size": n, "local_rank": hvd.local_rank(), "local_size": hvd.local_size(),
             "cross_size": hvd.cross_size(), "host": socket.gethostname(),
             "weights": [p.detach().flatten().tolist() for p in model.parameters()]}
+
+
+TF_ROWS, TF_FEATURES, TF_STEPS, TF_LR = 16, 4, 10, 0.1
+
+
+def tf_problem(seed):
+    """Least squares in float64, the data the same on every rank; the weights seeded by `seed` (each rank its
+    own, so that only the broadcast from rank 0 makes them agree)."""
+    import numpy as np
+    data = np.random.default_rng(1234)
+    x = data.normal(size=(TF_ROWS, TF_FEATURES))
+    y = x @ np.arange(1.0, TF_FEATURES + 1).reshape(-1, 1) + 0.5 + 0.1 * data.normal(size=(TF_ROWS, 1))
+    init = np.random.default_rng(seed)
+    return x, y, init.normal(size=(TF_FEATURES, 1)), init.normal(size=(1,))
+
+
+def train_tf():
+    """TensorFlow 2 in Horovod's idiom (kolo.tensorflow imported as hvd): the variables broadcast from rank 0, a
+    tf.function step through DistributedGradientTape on this rank's rows."""
+    import socket
+    import tensorflow as tf
+    import kolo.tensorflow as hvd
+    hvd.init()
+    x, y, w0, b0 = tf_problem(seed=hvd.rank())
+    w, b = tf.Variable(w0), tf.Variable(b0)
+    hvd.broadcast_variables([w, b], root_rank=0)
+    r, n = hvd.rank(), hvd.size()
+    xs, ys = tf.constant(x[r::n]), tf.constant(y[r::n])
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(xs, w) + b - ys))
+        grads = hvd.DistributedGradientTape(tape).gradient(loss, [w, b])
+        for var, grad in zip([w, b], grads):
+            var.assign_sub(TF_LR * grad)
+
+    for _ in range(TF_STEPS):
+        step()
+    return {"rank": r, "size": n, "local_rank": hvd.local_rank(), "local_size": hvd.local_size(),
+            "cross_size": hvd.cross_size(), "host": socket.gethostname(),
+            "weights": [w.numpy().flatten().tolist(), b.numpy().flatten().tolist()]}
+
+
+def tf_one_process_weights():
+    """The same steps in one process, by hand in numpy: what every rank must end with."""
+    x, y, w, b = tf_problem(seed=0)
+    for _ in range(TF_STEPS):
+        err = x @ w + b - y
+        w, b = w - TF_LR * 2 * x.T @ err / TF_ROWS, b - TF_LR * 2 * err.mean(axis=0)
+    return [w.flatten().tolist(), b.flatten().tolist()]
 
 
 def fail_on_rank_1():
@@ -164,6 +216,8 @@ def main():
         executor.start()
         if args.job == "train":
             say("train", executor.run(train))
+        elif args.job == "train_tf":
+            say("train_tf", executor.run(train_tf))
         elif args.job == "grow":
             import subprocess
             import threading

@@ -5,8 +5,6 @@ packed by node; a rank that raises ends the job naming itself; a cluster too sma
 
     PYTHONPATH=build/python <ray venv>/bin/python -m pytest tests/system/ray
 """
-import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -15,39 +13,16 @@ import pytest
 
 pytest.importorskip("ray", reason="Ray is not installed in this Python (%s)" % sys.executable)
 torch = pytest.importorskip("torch")
-import subprocess  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-CLUSTER = HERE.parent / "cluster" / "cluster.sh"
-sys.path.insert(0, str(HERE.parent / "torch_backend"))
+from ray_harness import on_ray_cluster, assert_packed_on_two_hosts  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "torch_backend"))
 from ddp_training import one_process_weights  # noqa: E402
 
 
-def on_ray_cluster(*job, hosts=2, cpus=2, timeout=400, env=None):
-    """Runs executor_jobs.py JOB on a Ray cluster of `hosts` emulated hosts; its results by kind."""
-    bin_dir = str(Path(sys.executable).parent)
-    run = subprocess.run([str(CLUSTER), "--hosts", str(hosts), "--", str(HERE / "ray_cluster.sh"), bin_dir, str(cpus),
-                          sys.executable, str(HERE / "executor_jobs.py"), *job],
-                         capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
-    text = run.stdout + run.stderr
-    if run.returncode == 77:
-        pytest.skip(text.strip().splitlines()[-1])
-    assert run.returncode == 0, text[-5000:]
-    results = {}
-    for line in run.stdout.splitlines():
-        if line.startswith("RESULT "):
-            r = json.loads(line[len("RESULT "):])
-            results[r["kind"]] = r["value"]
-    return results, text
-
-
 def assert_trained_on_two_hosts(ranks):
+    assert_packed_on_two_hosts(ranks)
     expected = [p.flatten().tolist() for p in one_process_weights()]
-    assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
-    assert {(r["size"], r["local_size"], r["cross_size"]) for r in ranks} == {(4, 2, 2)}
-    assert [r["local_rank"] for r in ranks] == [0, 1, 0, 1]
-    # Packed by node: ranks 0-1 on one host, 2-3 on the other.
-    assert ranks[0]["host"] == ranks[1]["host"] != ranks[2]["host"] == ranks[3]["host"]
     for r in ranks:
         for got, want in zip(r["weights"], expected):
             assert got == pytest.approx(want, rel=0, abs=1e-12)
@@ -105,7 +80,7 @@ def test_the_elastic_executor_goes_on_in_place_without_a_lost_worker_or_node(fat
 def test_the_elastic_executor_grows_onto_a_node_that_joins_at_its_next_commit():
     # 2 workers on the head host (min_workers 2, max_workers 4); a second node joins the Ray cluster while they
     # train: the ranks leave at their next commit and the job goes on from it on 4 workers.
-    from ddp_training import network, rows, train_shard
+    from ddp_training import network, train_shard
     results, text = on_ray_cluster("grow", "--min", "2", "--max", "4", env={"RAY_LATE_HOSTS": "1"})
     ranks = results.get("grow")
     assert ranks is not None, text[-5000:]

@@ -11,13 +11,15 @@ from kolo.tensorflow.compression import Compression
 from kolo.tensorflow.mpi_ops import Average
 
 
-def _grad_name(source, index):
-    # A variable's path names its gradient the same way on every rank and at every step.
-    for attr in ("path", "name"):
-        value = getattr(source, attr, None)
-        if isinstance(value, str) and value:
-            return "grad.%s" % value
-    return "grad.%d" % index
+def _grad_names(sources):
+    """A name for each source's gradient, the same on every rank and at every step: the variable's path or name,
+    with its place in `sources` where that is not unique (tf.Variable's default name is "Variable:0" for all)."""
+    labels = []
+    for source in sources:
+        label = next((v for v in (getattr(source, a, None) for a in ("path", "name")) if isinstance(v, str) and v), None)
+        labels.append(label)
+    return ["grad.%s" % label if label is not None and labels.count(label) == 1 else
+            "grad.%d" % i if label is None else "grad.%s.%d" % (label, i) for i, label in enumerate(labels)]
 
 
 class _DistributedGradientTape:
@@ -57,6 +59,7 @@ class _DistributedGradientTape:
             return grads  # outside the set (or alone in it): this rank's own gradients, as in Horovod
         flat_sources = tf.nest.flatten(sources)
         flat = tf.nest.flatten(grads, expand_composites=False)
+        names = _grad_names(flat_sources)
         pre, post = scaling.predivide(self._op, self._predivide)
         reduced, shared = [], []  # shared: (index, gradient, source) of what the ranks reduce
         for i, (g, source) in enumerate(zip(flat, flat_sources)):
@@ -78,11 +81,11 @@ class _DistributedGradientTape:
             if len(group) == 1:
                 i, g, source = group[0]
                 reduced[i] = collectives.allreduce(g, compression=self._compression, op=self._op, prescale_factor=pre,
-                                                   postscale_factor=post, name=_grad_name(source, i), process_set=ps)
+                                                   postscale_factor=post, name=names[i], process_set=ps)
                 continue
             outs = collectives.grouped_allreduce([g for _, g, _ in group], compression=self._compression, op=self._op,
                                                  prescale_factor=pre, postscale_factor=post,
-                                                 name="%s.group%d" % (_grad_name(group[0][2], group[0][0]), k),
+                                                 name="%s.group%d" % (names[group[0][0]], k),
                                                  process_set=ps)
             for (i, _, _), out in zip(group, outs):
                 reduced[i] = out
