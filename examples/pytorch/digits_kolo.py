@@ -21,6 +21,8 @@ parser.add_argument("--epochs", type=int, default=15)
 parser.add_argument("--batch-size", type=int, default=64, help="the global batch, over all ranks")
 parser.add_argument("--lr", type=float, default=0.05)
 parser.add_argument("--no-cuda", action="store_true", help="train on the CPU where a GPU is usable too")
+parser.add_argument("--checkpoint", help="a file (on storage every host sees) saved after each epoch and resumed from at "
+                    "the start: elastic training by restart, as under torchrun --max-restarts")
 args = parser.parse_args()
 kolo.init()  # kolo
 torch.set_num_threads(max(1, torch.get_num_threads() // kolo.local_size()))  # kolo: share the host's cores
@@ -52,12 +54,23 @@ class Net(torch.nn.Module):
 torch.manual_seed(0)
 model = Net().to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+first_epoch = 1
+if args.checkpoint and kolo.rank() == 0 and os.path.exists(args.checkpoint):  # where the last run left off
+    saved = torch.load(args.checkpoint, map_location=device)
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    first_epoch = saved["epoch"] + 1
+first_epoch = kolo.broadcast_object(first_epoch, root_rank=0, name="first_epoch")  # kolo
 per_rank = args.batch_size // kolo.size()  # kolo
 shard = slice(kolo.rank() * per_rank, (kolo.rank() + 1) * per_rank)  # kolo: this rank's share of a batch
 kolo.broadcast_parameters(model.state_dict(), root_rank=0)  # kolo
+if first_epoch > 1:
+    kolo.broadcast_optimizer_state(optimizer, root_rank=0)  # kolo: the momentum rank 0 resumed
+    if kolo.rank() == 0:
+        print("resuming at epoch %d from %s on %d ranks" % (first_epoch, args.checkpoint, kolo.size()), flush=True)
 optimizer = kolo.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())  # kolo
 
-for epoch in range(1, args.epochs + 1):
+for epoch in range(first_epoch, args.epochs + 1):
     order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch)).to(device)
     model.train()
     for start in range(0, len(order) - args.batch_size + 1, args.batch_size):
@@ -71,4 +84,8 @@ for epoch in range(1, args.epochs + 1):
         accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
     loss = kolo.allreduce(loss.detach(), name="loss")  # kolo: the loss over the whole batch
     if kolo.rank() == 0:  # kolo
-        print("epoch %2d  loss %.4f  test accuracy %.4f" % (epoch, loss.item(), accuracy))
+        print("epoch %2d  loss %.4f  test accuracy %.4f" % (epoch, loss.item(), accuracy), flush=True)
+    if args.checkpoint and kolo.rank() == 0:  # kolo: rank 0 saves; written whole, then renamed over the last
+        torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
+                   args.checkpoint + ".tmp")
+        os.replace(args.checkpoint + ".tmp", args.checkpoint)

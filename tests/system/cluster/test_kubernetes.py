@@ -11,6 +11,8 @@ written, with these substitutions, and only these:
   operator's ssh to the workers' sshd); the workers' command (sshd) is not run;
 - pod 0's name through the headless Service (train-0.train, trainrun-0.trainrun) is the first emulated
   host's name; $(NAME) in a command is expanded from the container's env, as Kubernetes does;
+- a volume's mount path (/checkpoints) is a folder under the test's directory, which every host sees; the
+  kubelet restarting a failed container (restartPolicy OnFailure) is the test running its command again;
 - torchrun is a torch 2.x's from PyPI (KOLO_TORCHRUN, else tests/torch2.sh's .venv-torch2; CI runs this case
   from tests/torch2.sh), as the image's is; without one its test is skipped, saying so;
 - kolo is the build's (PATH, PYTHONPATH), not an image's install; the image's ENV (containers/cpu.Dockerfile) is set.
@@ -113,10 +115,13 @@ def expand(words, env):
     return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
 
 
-def on_host(command, env, workspace=ROOT, programs=None):
-    """A pod's process on an emulated host: `command` (a list, /workspace mapped, $(NAME) expanded, a first
-    word in `programs` replaced by its path here) with `env` and the image's, kolo from the build."""
+def on_host(command, env, workspace=ROOT, programs=None, mounts=None):
+    """A pod's process on an emulated host: `command` (a list, /workspace and the `mounts` {path in the pod:
+    folder here} mapped, $(NAME) expanded, a first word in `programs` replaced by its path here) with `env` and
+    the image's, kolo from the build."""
     words = [w.replace("/workspace", str(workspace)) for w in expand(command, env)]
+    for path, folder in (mounts or {}).items():
+        words = [w.replace(path, str(folder)) for w in words]
     words[0] = (programs or {}).get(words[0], words[0])
     env = dict(IMAGE_ENV, **env)
     env["PATH"] = "%s:%s" % (BUILD / "bin", env.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"))
@@ -316,3 +321,59 @@ def test_torchrun_in_each_pod_trains_in_a_gloo_world(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert_trained_to_the_reference(run.stdout)
     assert run.stdout.count("epoch  1 ") == 1, run.stdout  # rank 0 alone prints
+
+
+# --- Recipe 4: elastic torchrun, a pod that restarts rejoins ------------------------------------------------
+
+def test_a_pod_that_restarts_rejoins_the_elastic_torchrun_job_from_the_last_checkpoint(tmp_path):
+    # Both pods train; once an epoch has ended, pod 1's container is killed (torchrun and its workers, at once);
+    # 3 s later the kubelet starts it again. Pod 0's workers fail naming the lost ranks, its torchrun starts them
+    # again and the restarted pod joins that rendezvous; the job resumes from the checkpoint on 4 ranks and ends
+    # with the one-process run's accuracy.
+    needs_cluster()
+    if not TORCHRUN.exists():
+        pytest.skip("no torchrun of torch 2.x at %s (set KOLO_TORCHRUN, or run tests/torch2.sh)" % TORCHRUN)
+    service, job = documents("torchrun-elastic-job.yaml")
+    template = job["spec"]["template"]
+    assert template["spec"]["restartPolicy"] == "OnFailure" and job["spec"]["completionMode"] == "Indexed"
+    c = container(template)
+    (mount,) = c["volumeMounts"]
+    (volume,) = template["spec"]["volumes"]
+    assert mount["name"] == volume["name"] and "persistentVolumeClaim" in volume
+    command = command_of(c)
+    assert command[:2] == ["torchrun", "--nnodes=1:2"] and "--max-restarts=3" in command
+    pod_0 = "%s-0.%s" % (job["metadata"]["name"], template["spec"]["subdomain"])
+    assert "--rdzv-endpoint=%s:29400" % pod_0 in command and service["metadata"]["name"] == template["spec"]["subdomain"]
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    words = [w.replace(pod_0, "@FIRST@") for w in command]
+    # exec: the pid the agent's shell writes is the container's main process, torchrun.
+    pod = shlex.quote(on_host(words, env_of(c), programs={"torchrun": str(TORCHRUN)},
+                              mounts={mount["mountPath"]: checkpoints}).replace(" && env ", " && exec env ", 1))
+    script = """
+first=$(echo $CLUSTER_HOSTS | cut -d, -f1); second=$(echo $CLUSTER_HOSTS | cut -d, -f2)
+pod() {  # INDEX HOST OUTPUT: the container's command on the host; its pid in OUTPUT.pid
+  $CLUSTER_AGENT $2 "echo \\$\\$ > $3.pid; $(printf %%s %(pod)s | sed "s/@FIRST@/$first/g")" > $3 2>&1
+}
+tree() { echo $1; for child in $(pgrep -P $1); do tree $child; done; }
+pod 0 $first pod0.out & p0=$!
+sleep 1
+pod 1 $second pod1.out & p1=$!
+for i in $(seq 600); do grep -q "epoch  2 " pod0.out pod1.out 2>/dev/null && break; sleep 0.2; done
+kill -9 $(tree $(cat pod1.out.pid)) 2>/dev/null; wait $p1
+echo "== pod 1's container killed"
+sleep 3
+pod 1 $second pod1-restarted.out & p1=$!
+status=0; wait $p0 || status=1; wait $p1 || status=$((status + 2))
+for f in pod0.out pod1.out pod1-restarted.out; do echo "== $f"; cat $f; done; exit $status
+""" % {"pod": pod}
+    run = on_cluster("cd %s && %s" % (tmp_path, script), hosts=2, timeout=400)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    out = run.stdout
+    assert "== pod 1's container killed" in out
+    resumed = re.findall(r"resuming at epoch (\d+) from \S+ on (\d) ranks", out)
+    assert resumed and int(resumed[-1][0]) >= 3 and resumed[-1][1] == "4", out[-6000:]
+    assert_trained_to_the_reference(out)
+    # Pod 0's ranks failed their step naming a rank of pod 1 (ranks 2-3, 2 per pod), and did not hang.
+    pod_0_out = out.split("== pod0.out", 1)[1].split("== pod1.out", 1)[0]
+    assert re.search(r"KoloError: .* from rank [23] \(host \S+\) failed", pod_0_out), pod_0_out[-4000:]
