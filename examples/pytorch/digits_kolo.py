@@ -3,7 +3,9 @@
     kolorun -np 2 python3 examples/pytorch/digits_kolo.py
 
 Each rank takes its share of every batch; gradients are averaged across ranks, so training follows
-the one-process run of digits.py. The lines marked "kolo" are what differs from digits.py.
+the one-process run of digits.py. The lines marked "kolo" are what differs from digits.py, but for
+--checkpoint (saved each epoch, resumed at the start), which elastic training by restart uses
+(docs/kubernetes.md, "Elastic").
 """
 import argparse
 import os  # kolo
