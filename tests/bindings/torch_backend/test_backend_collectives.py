@@ -61,6 +61,30 @@ def test_all_reduce_async_wait_and_future(rank, size):
     assert work_a.is_completed() and work_b.is_completed()
 
 
+def test_many_ops_of_one_shape_in_flight_each_end_exact(rank, size):
+    # 37 async all_reduces of one shape before any is waited for, waited for in reverse, some through futures.
+    tensors = [torch.full((3,), float(rank + i)) for i in range(37)]
+    works = [dist.all_reduce(t, async_op=True) for t in tensors]
+    futures = [w.get_future() for w in works[::7]]  # some completed by the futures' thread meanwhile
+    for w in reversed(works):
+        assert w.wait()
+    for f in futures:
+        f.wait()
+    for i, t in enumerate(tensors):
+        assert t.tolist() == [float(sum(range(size)) + size * i)] * 3
+
+
+def test_two_groups_of_every_rank_keep_their_ops_apart(rank, size):
+    # Two kolo groups of the same ranks share a kolo process set; their ops interleave and stay apart.
+    first, second = dist.new_group(backend="kolo"), dist.new_group(backend="kolo")
+    a, b = torch.full((2,), float(rank)), torch.full((2,), 10.0 * rank)
+    work_a = dist.all_reduce(a, group=first, async_op=True)
+    work_b = dist.all_reduce(b, group=second, async_op=True)
+    work_b.wait()
+    work_a.wait()
+    assert a.tolist() == [float(sum(range(size)))] * 2 and b.tolist() == [10.0 * sum(range(size))] * 2
+
+
 def test_a_future_chains(rank, size):
     t = torch.ones(2)
     fut = dist.all_reduce(t, async_op=True).get_future().then(lambda f: f.value()[0] * 10)
