@@ -60,6 +60,14 @@ def test_a_tensorflow_loop_goes_on_in_place(tmp_path):
     assert "in place: now rank 0 of 2, from commit 1" in text, text
 
 
+# Keras' part of a recovery (its callbacks, fit's error, the rollback) is the same in either world, and the ops under
+# it (kolo.tensorflow's, kolo.jax's) fail over in each world in the loops above: Keras runs in the Gloo world only
+# (tests/elastic_in_place.sh runs the suite in both).
+KERAS_IN_ONE_WORLD = pytest.mark.skipif(not GLOO, reason="Keras' part is the same in either world: run in the Gloo "
+                                                         "world (IN_PLACE_WORLD=gloo)")
+
+
+@KERAS_IN_ONE_WORLD
 def test_a_keras_fit_goes_on_in_place(tmp_path):
     # kolo.keras on Keras' TensorFlow backend: model.fit with the elastic callbacks; rank 2 of 3 dies as
     # epoch 10's batch begins; the survivors' fit fails (TensorFlow's InternalError carrying kolo's
@@ -68,6 +76,7 @@ def test_a_keras_fit_goes_on_in_place(tmp_path):
     run_least_squares(tmp_path, "keras_in_place.py", "ranks 2  epochs 30", "--epochs", "30", backend="tensorflow")
 
 
+@KERAS_IN_ONE_WORLD
 def test_a_keras_fit_on_jax_goes_on_in_place(tmp_path):
     # The same fit on Keras' JAX backend (kolo.keras over kolo.jax): the allreduce in fit's jitted step
     # fails with XLA's error carrying kolo's words; the survivors go back to the commit at epoch 10's
