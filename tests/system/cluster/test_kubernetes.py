@@ -305,10 +305,14 @@ TORCHRUN = Path(os.environ.get("KOLO_TORCHRUN") or next(
     ROOT / ".venv-torch2" / "bin" / "torchrun"))
 
 
-def test_torchrun_in_each_pod_trains_in_a_gloo_world(tmp_path):
+def needs_torchrun():
     needs_cluster()
     if not TORCHRUN.exists():
         pytest.skip("no torchrun of torch 2.x at %s (set KOLO_TORCHRUN, or run tests/torch2.sh)" % TORCHRUN)
+
+
+def test_torchrun_in_each_pod_trains_in_a_gloo_world(tmp_path):
+    needs_torchrun()
     job, c = indexed_job("torchrun-job.yaml")
     pods = job["spec"]["completions"]
     assert pods == job["spec"]["parallelism"] == 2
@@ -330,9 +334,7 @@ def test_a_pod_that_restarts_rejoins_the_elastic_torchrun_job_from_the_last_chec
     # 3 s later the kubelet starts it again. Pod 0's workers fail naming the lost ranks, its torchrun starts them
     # again and the restarted pod joins that rendezvous; the job resumes from the checkpoint on 4 ranks and ends
     # with the one-process run's accuracy.
-    needs_cluster()
-    if not TORCHRUN.exists():
-        pytest.skip("no torchrun of torch 2.x at %s (set KOLO_TORCHRUN, or run tests/torch2.sh)" % TORCHRUN)
+    needs_torchrun()
     service, job = documents("torchrun-elastic-job.yaml")
     template = job["spec"]["template"]
     assert template["spec"]["restartPolicy"] == "OnFailure" and job["spec"]["completionMode"] == "Indexed"
