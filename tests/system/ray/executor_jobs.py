@@ -145,10 +145,11 @@ GROW_STEPS = 24
 
 def grow_train():
     """The elastic idiom again, a step every half second: a node joins the cluster meanwhile, and the job goes
-    on from its next commit on more workers."""
+    on from its next commit on more workers. Rank 0 logs each commit to the driver's callback."""
     import time
     import torch
     import kolo.torch as hvd
+    from kolo.ray import ray_logger
     sys.path.insert(0, LAUNCH_TESTS)
     from ddp_training import network, rows
     hvd.init()
@@ -166,12 +167,35 @@ def grow_train():
             torch.nn.functional.mse_loss(model(x[r::n]), y[r::n]).backward()
             opt.step()
             state.batch += 1
+            # Before the commit: a commit told of new room saves, then leaves (the next attempt goes on from it).
+            ray_logger.log({"attempt": int(os.environ["KOLO_ELASTIC_ATTEMPT"]), "batch": state.batch, "size": n})
             state.commit()
             time.sleep(0.5)
 
     train(state)
     return {"rank": hvd.rank(), "size": hvd.size(), "attempt": int(os.environ["KOLO_ELASTIC_ATTEMPT"]),
             "weights": [p.detach().flatten().tolist() for p in model.parameters()]}
+
+
+def logs():
+    """kolo.ray.ray_logger, horovod.ray's: rank 0's values (the default) and every rank's (chief_only=False)."""
+    import kolo.torch as hvd
+    from kolo.ray import ray_logger
+    hvd.init()
+    for i in range(3):
+        ray_logger.log({"i": i, "rank": hvd.rank()})
+    ray_logger.log({"every": hvd.rank()}, chief_only=False)
+    return hvd.rank()
+
+
+class Tally:
+    """A callback of the other kind horovod.ray takes: an object with __call__."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, value):
+        self.calls += 1
 
 
 class Counter:
@@ -194,10 +218,12 @@ def main():
     parser.add_argument("--min", type=int)
     parser.add_argument("--max", type=int)
     parser.add_argument("--fate", default="actor")
+    parser.add_argument("--reset-limit", type=int)
     args = parser.parse_args()
     ray.init(runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
     shape = dict(num_hosts=args.hosts, num_workers_per_host=args.per_host) if args.hosts else \
-        dict(min_workers=args.min, max_workers=args.max) if args.min else dict(num_workers=args.workers)
+        dict(min_workers=args.min, max_workers=args.max, reset_limit=args.reset_limit) if args.min else \
+        dict(num_workers=args.workers)
     settings = RayExecutor.create_settings(timeout_s=120, placement_group_timeout_s=10)
     executor = RayExecutor(settings, **shape)
     try:
@@ -216,6 +242,10 @@ def main():
         executor.start()
         if args.job == "train":
             say("train", executor.run(train))
+            got, tally = [], Tally()
+            say("logs_result", executor.run(logs, callbacks=[got.append, tally]))
+            say("logged", got)
+            say("tally", tally.calls)
         elif args.job == "train_tf":
             say("train_tf", executor.run(train_tf))
         elif args.job == "grow":
@@ -228,11 +258,16 @@ def main():
                 subprocess.run(os.environ["RAY_CLUSTER_JOIN"], shell=True, check=True, timeout=120)
             joiner = threading.Thread(target=join_later)
             joiner.start()
-            say("grow", executor.run(grow_train))
+            commits = []
+            say("grow", executor.run(grow_train, callbacks=[commits.append]))
             joiner.join()
+            say("commits", commits)
             say("workers_after", len(executor.workers))
         elif args.job == "elastic":
-            say("elastic", executor.run(elastic_train, args=[args.fate]))
+            try:
+                say("elastic", executor.run(elastic_train, args=[args.fate]))
+            except ray.exceptions.RayActorError as e:
+                say("error", {"type": type(e).__name__, "notes": getattr(e, "__notes__", [])})
             say("workers_after", len(executor.workers))
         elif args.job == "failure":
             try:

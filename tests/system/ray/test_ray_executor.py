@@ -34,6 +34,12 @@ def test_a_horovod_idiom_function_trains_to_one_process_weights_on_two_nodes(sha
     results, text = on_ray_cluster("train", *shape)
     assert "train" in results, text[-5000:]
     assert_trained_on_two_hosts(results["train"])
+    # Then run()'s callbacks (horovod.ray's): each value rank 0 logged, in order; with chief_only=False, each rank's.
+    assert results["logs_result"] == [0, 1, 2, 3]
+    logged = results["logged"]
+    assert [v for v in logged if "i" in v] == [{"i": i, "rank": 0} for i in range(3)]
+    assert sorted(v["every"] for v in logged if "every" in v) == [0, 1, 2, 3]
+    assert len(logged) == 7 and results["tally"] == 7
 
 
 def test_a_rank_that_raises_ends_the_job_naming_itself_and_a_new_start_trains():
@@ -77,6 +83,17 @@ def test_the_elastic_executor_goes_on_in_place_without_a_lost_worker_or_node(fat
     assert re.search(r"kolo\.elastic: in place: now rank \d of %d, from commit" % left, text), text[-5000:]
 
 
+def test_the_elastic_executor_ends_the_job_at_a_failure_past_its_reset_limit():
+    # reset_limit=0: the first lost worker ends the job, as kolorun --reset-limit 0 would.
+    results, text = on_ray_cluster("elastic", "--min", "2", "--max", "4", "--fate", "actor", "--reset-limit", "0")
+    assert "elastic" not in results, text[-5000:]
+    assert results["error"]["type"] == "ActorDiedError" or results["error"]["type"].endswith("ActorError"), text[-5000:]
+    (note,) = results["error"]["notes"]
+    assert re.fullmatch(r"kolo\.ray: rank 3 \(node [0-9.]+, \S+\) was lost, failure 1 past reset_limit 0; every "
+                        r"worker of the job was stopped", note), note
+    assert results["workers_after"] == 0
+
+
 def test_the_elastic_executor_grows_onto_a_node_that_joins_at_its_next_commit():
     # 2 workers on the head host (min_workers 2, max_workers 4); a second node joins the Ray cluster while they
     # train: the ranks leave at their next commit and the job goes on from it on 4 workers.
@@ -88,6 +105,10 @@ def test_the_elastic_executor_grows_onto_a_node_that_joins_at_its_next_commit():
     assert {r["attempt"] for r in ranks} == {1}
     assert results["workers_after"] == 4
     assert re.search(r"kolo\.elastic: attempt 1 on 4 ranks resumes from commit \d+", text), text[-5000:]
+    # The callback heard rank 0 at each commit of both attempts, in order (the second going on from the first's).
+    commits = results["commits"]
+    assert [c["batch"] for c in commits] == list(range(1, commits[-1]["batch"] + 1)) and commits[-1]["batch"] == 24
+    assert {(c["attempt"], c["size"]) for c in commits} == {(0, 2), (1, 4)}
     net = network()
     train_shard(net, torch.optim.SGD(net.parameters(), lr=0.1), 0, 1, steps=24)  # GROW_STEPS
     for r in ranks:

@@ -7,7 +7,7 @@ kolo.tensorflow, kolo.keras, kolo.jax).
 Ray Train's TorchTrainer with a DDP loop needs neither: TorchConfig(backend="kolo") runs it on kolo's
 torch.distributed backend (docs/ray.md). Ray is imported when one of these is first used.
 """
-__all__ = ["RayExecutor", "RaySettings", "KoloConfig"]
+__all__ = ["RayExecutor", "RaySettings", "KoloConfig", "ray_logger"]
 
 
 def __getattr__(name):
@@ -17,6 +17,9 @@ def __getattr__(name):
     if name == "KoloConfig":
         from kolo.ray._train_backend import KoloConfig
         return KoloConfig
+    if name == "ray_logger":
+        from kolo.ray import ray_logger
+        return ray_logger
     if name == "RaySettings":
         from kolo.ray._settings import RaySettings
         return RaySettings

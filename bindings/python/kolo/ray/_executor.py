@@ -9,6 +9,7 @@ except ImportError as e:  # pragma: no cover - reported clearly
     raise ImportError("kolo.ray.RayExecutor needs Ray in this Python (pip install 'ray[default]'): %s" % e) from e
 
 from kolo.ray import _layout
+from kolo.ray._callbacks import Logged
 from kolo.ray._placement import Placement, Shape
 from kolo.ray._settings import RaySettings, create_settings
 from kolo.ray._worker import Worker
@@ -50,10 +51,13 @@ class RayExecutor:
                     max_workers is not None and (not isinstance(max_workers, int) or max_workers < min_workers)):
                 raise ValueError("RayExecutor: min_workers must be a positive integer and max_workers at least that "
                                  "(or None), not %r and %r" % (min_workers, max_workers))
-            if num_hosts is not None or reset_limit is not None or cooldown_range is not None:
-                raise NotImplementedError("RayExecutor: elastic mode on Ray takes min_workers, max_workers and "
-                                          "elastic_timeout; num_hosts, reset_limit and cooldown_range are not "
+            if num_hosts is not None or cooldown_range is not None:
+                raise NotImplementedError("RayExecutor: elastic mode on Ray takes min_workers, max_workers, "
+                                          "reset_limit and elastic_timeout; num_hosts and cooldown_range are not "
                                           "supported there (docs/ray.md)")
+            if reset_limit is not None and (not isinstance(reset_limit, int) or reset_limit < 0):
+                raise ValueError("RayExecutor: reset_limit must be a non-negative integer (or None), not %r"
+                                 % (reset_limit,))
             num_workers = max_workers or min_workers  # resized at start() to what the cluster holds
         # horovod.ray's older names (cpus_per_slot, gpus_per_slot, num_slots) mean the same.
         cpus_per_worker = cpus_per_slot if cpus_per_slot is not None else cpus_per_worker
@@ -76,6 +80,8 @@ class RayExecutor:
         self._use_current_group = use_current_placement_group
         self._min_workers, self._max_workers = min_workers, max_workers
         self._elastic_timeout = 600 if elastic_timeout is None else elastic_timeout
+        # Failures survived (as kolorun's --reset-limit counts them: growing onto new room is not one).
+        self._reset_limit, self._resets, self._last_loss = reset_limit, 0, None
         self.workers: List[Any] = []  # in rank order, once started
         self._places: List[_layout.Place] = []
         self._placement = None
@@ -147,27 +153,29 @@ class RayExecutor:
             raise
 
     def execute(self, fn: Callable[[Any], Any], callbacks=None) -> List[Any]:
-        """fn(executable) on every rank; the results by rank."""
-        self._no_callbacks(callbacks)
-        return self._gather([w.execute.remote(fn) for w in self._started()])
+        """fn(executable) on every rank; the results by rank. callbacks: as run()'s."""
+        with Logged(self, callbacks) as logged:
+            return self._gather([w.execute.remote(fn) for w in self._started()], logged.deliver)
 
     def run(self, fn: Callable[..., Any], args: Optional[List] = None, kwargs: Optional[Dict] = None,
             callbacks=None) -> List[Any]:
-        """fn(*args, **kwargs) on every rank; the results by rank."""
-        self._no_callbacks(callbacks)
-        if self._elastic:
-            return self._run_elastic(fn, args, kwargs)
-        return self._gather(self.run_remote(fn, args, kwargs))
+        """fn(*args, **kwargs) on every rank; the results by rank. callbacks: each is called, on this thread while
+        the run goes on, with every value rank 0 logs (kolo.ray.ray_logger.log), as horovod.ray's are."""
+        with Logged(self, callbacks) as logged:
+            if self._elastic:
+                return self._run_elastic(fn, args, kwargs, logged)
+            return self._gather(self.run_remote(fn, args, kwargs), logged.deliver)
 
-    def _run_elastic(self, fn, args, kwargs):
+    def _run_elastic(self, fn, args, kwargs, logged):
         """run() in elastic mode: until the function returns on the workers there are, each time the cluster has
         room for more workers (up to max_workers), the ranks are told; they leave at their next commit, and the
         job starts again on more workers, from that commit."""
         while True:
+            logged.configure()  # the workers of this attempt
             refs = self.run_remote(fn, args, kwargs)
             watch = _RoomWatch(self)
             try:
-                results = self._gather(refs)
+                results = self._gather(refs, logged.deliver)
             finally:
                 watch.stop()
             if self.workers:
@@ -219,13 +227,7 @@ class RayExecutor:
             raise RuntimeError("RayExecutor: not started (call start() first)")
         return self.workers
 
-    @staticmethod
-    def _no_callbacks(callbacks):
-        if callbacks:
-            raise NotImplementedError("RayExecutor: callbacks (horovod.ray's elastic and Ray Tune reporting) are not "
-                                      "supported by kolo's executor; return results from the function instead")
-
-    def _gather(self, refs):
+    def _gather(self, refs, deliver=None):
         """The results by rank; at the first rank that fails, every worker is stopped and its error raised.
         Elastic: a worker lost (its actor or node gone) is left out, its survivors having gone on in place; the
         results are the survivors', in their first ranks' order, and they are the workers from then on."""
@@ -233,21 +235,40 @@ class RayExecutor:
         pending = list(refs)
         lost = set()
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            # With callbacks, what rank 0 logged is delivered between the waits.
+            done, pending = ray.wait(pending, num_returns=1, timeout=None if deliver is None else 0.1)
+            if deliver is not None:
+                deliver()
+            if not done:
+                continue
             try:
                 ray.get(done[0])
             except ray.exceptions.RayActorError as e:
                 if not self._elastic:
                     self._fail(rank_of[done[0]], e, "was lost")
+                self._count_failure(rank_of[done[0]], e)
                 lost.add(rank_of[done[0]])
             except Exception as e:
                 self._fail(rank_of[done[0]], e, "failed")
+        if deliver is not None:
+            deliver()  # what was logged before the last rank returned
         if lost:
             kept = [r for r in range(len(refs)) if r not in lost]
             self.workers = [self.workers[r] for r in kept]
             self._places = [self._places[r] for r in kept]
             refs = [refs[r] for r in kept]
         return ray.get(list(refs))
+
+    def _count_failure(self, r, e):
+        """A lost worker: one failure, with the others lost within a second of it (a node's workers go together);
+        past reset_limit failures, the job ends as a failed rank ends it."""
+        import time
+        now = time.monotonic()
+        if self._last_loss is None or now - self._last_loss > 1.0:
+            self._resets += 1
+        self._last_loss = now
+        if self._reset_limit is not None and self._resets > self._reset_limit:
+            self._fail(r, e, "was lost, failure %d past reset_limit %d" % (self._resets, self._reset_limit))
 
     def _fail(self, r, e, how):
         """Stops every worker and raises `e`, naming rank `r`."""

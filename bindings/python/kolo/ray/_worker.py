@@ -25,3 +25,8 @@ class Worker:
 
     def run(self, fn, args, kwargs):
         return fn(*args, **kwargs)
+
+    def set_queue(self, queue):
+        """Where kolo.ray.ray_logger.log sends, for run()'s callbacks (None: nowhere)."""
+        from kolo.ray import ray_logger
+        ray_logger.configure(queue)
