@@ -17,9 +17,6 @@ def __getattr__(name):
     if name == "KoloConfig":
         from kolo.ray._train_backend import KoloConfig
         return KoloConfig
-    if name == "ray_logger":
-        from kolo.ray import ray_logger
-        return ray_logger
     if name == "RaySettings":
         from kolo.ray._settings import RaySettings
         return RaySettings
