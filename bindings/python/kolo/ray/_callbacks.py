@@ -1,6 +1,8 @@
 """RayExecutor.run's callbacks, as horovod.ray's: what rank 0 logs (kolo.ray.ray_logger.log) goes through a Ray queue
 to the driver, which hands each value to every callback, in order, on the thread that called run()."""
 import ray
+
+
 class Logged:
     """run()'s callbacks: a queue the workers' kolo.ray.ray_logger sends to, and deliver(), which hands what came
     to each callback, in order, on the caller's thread. Without callbacks, nothing."""

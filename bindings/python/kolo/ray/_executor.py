@@ -171,7 +171,6 @@ class RayExecutor:
         room for more workers (up to max_workers), the ranks are told; they leave at their next commit, and the
         job starts again on more workers, from that commit."""
         while True:
-            logged.configure()  # the workers of this attempt
             refs = self.run_remote(fn, args, kwargs)
             watch = _RoomWatch(self)
             try:
@@ -183,6 +182,7 @@ class RayExecutor:
             if not watch.asked:
                 raise RuntimeError("RayExecutor: every worker was lost (elastic: no survivor to go on from)")
             self._restart()
+            logged.configure()  # the new attempt's workers
 
     def _restart(self):
         import time

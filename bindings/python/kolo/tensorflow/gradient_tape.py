@@ -1,6 +1,8 @@
 """DistributedGradientTape: Horovod's way to train with a custom TensorFlow loop. The tape's
 gradient() returns the gradients reduced across ranks (averaged by default): every gradient's
 allreduce is enqueued as soon as it is asked for, and kolo fuses them into few collectives."""
+import collections
+
 import tensorflow as tf
 
 from kolo import _process_sets
@@ -14,12 +16,18 @@ from kolo.tensorflow.mpi_ops import Average
 def _grad_names(sources):
     """A name for each source's gradient, the same on every rank and at every step: the variable's path or name,
     with its place in `sources` where that is not unique (tf.Variable's default name is "Variable:0" for all)."""
-    labels = []
-    for source in sources:
-        label = next((v for v in (getattr(source, a, None) for a in ("path", "name")) if isinstance(v, str) and v), None)
-        labels.append(label)
-    return ["grad.%s" % label if label is not None and labels.count(label) == 1 else
-            "grad.%d" % i if label is None else "grad.%s.%d" % (label, i) for i, label in enumerate(labels)]
+    labels = [next((v for v in (getattr(s, a, None) for a in ("path", "name")) if isinstance(v, str) and v), None)
+              for s in sources]
+    counts = collections.Counter(labels)  # once, not per source: an eager step names every variable each time
+    names = []
+    for i, label in enumerate(labels):
+        if label is None:
+            names.append("grad.%d" % i)
+        elif counts[label] == 1:
+            names.append("grad.%s" % label)
+        else:
+            names.append("grad.%s.%d" % (label, i))
+    return names
 
 
 class _DistributedGradientTape:
