@@ -13,31 +13,37 @@ from kolo.torch.backend._issue import issue
 
 def broadcast(group, tensors, opts):
     root = group.job_rank(opts.rootRank, "broadcast")
-    handles = [broadcast_async_(t, root, process_set=group.process_set) for t in tensors]
-    return issue(handles[0] if len(handles) == 1 else _group_handle(handles), lambda _: tensors, tensors[0], opts)
+    named = group.names.take(len(tensors))
+    handles = [broadcast_async_(t, root, name=name, process_set=group.process_set) for t, name in zip(tensors, named)]
+    return named.hold(issue(handles[0] if len(handles) == 1 else _group_handle(handles), lambda _: tensors, tensors[0],
+                            opts))
 
 
-def _gather_handle(group, output, input, collective):
+def _gather_handle(group, output, input, collective, name):
     """Every rank's `input` into `output`, by rank (output: the inputs concatenated or stacked)."""
     if output.numel() != group.size() * input.numel():
         _refuse(collective, "the output has %d elements, not %d ranks x the input's %d", output.numel(), group.size(),
                 input.numel())
     if output.dtype != input.dtype:
         _refuse(collective, "the output's dtype %s is not the input's %s", output.dtype, input.dtype)
-    return _allgather_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), None,
+    return _allgather_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), name,
                                  group.process_set)
 
 
 def all_gather_single(group, output, input, opts):
-    return issue(_gather_handle(group, output, input, "all_gather_into_tensor"), lambda _: [output], output, opts)
+    name, = named = group.names.take()
+    return named.hold(issue(_gather_handle(group, output, input, "all_gather_into_tensor", name), lambda _: [output],
+                            output, opts))
 
 
 def all_gather_single_coalesced(group, outputs, inputs, opts):
-    handles = [_gather_handle(group, o, i, "all_gather_into_tensor_coalesced") for o, i in zip(outputs, inputs)]
-    return issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts)
+    named = group.names.take(len(outputs))
+    handles = [_gather_handle(group, o, i, "all_gather_into_tensor_coalesced", name)
+               for o, i, name in zip(outputs, inputs, named)]
+    return named.hold(issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts))
 
 
-def _gather_into_list(group, outputs, input, collective):
+def _gather_into_list(group, outputs, input, collective, name):
     """A handle gathering every rank's `input`, and what copies the ranks' parts into `outputs` (a list)."""
     if len(outputs) != group.size():
         _refuse(collective, "%d output tensors for a group of %d ranks", len(outputs), group.size())
@@ -45,7 +51,7 @@ def _gather_into_list(group, outputs, input, collective):
         if o.numel() != input.numel():
             _refuse(collective, "an output tensor of %d elements for an input of %d", o.numel(), input.numel())
     whole = input.new_empty((group.size() * input.numel(),))
-    handle = _gather_handle(group, whole, input.contiguous(), collective)
+    handle = _gather_handle(group, whole, input.contiguous(), collective, name)
 
     def copy_out():
         for part, o in zip(whole.chunk(group.size()), outputs):
@@ -56,21 +62,23 @@ def _gather_into_list(group, outputs, input, collective):
 
 def _gather_each(group, per_input, inputs, collective, opts, result):
     """Each input gathered into its list of outputs (per_input[i]: input i's, one per rank)."""
-    parts = [_gather_into_list(group, outs, i, collective) for outs, i in zip(per_input, inputs)]
+    named = group.names.take(len(inputs))
+    parts = [_gather_into_list(group, outs, i, collective, name) for outs, i, name in zip(per_input, inputs, named)]
 
     def copy_out(_):
         for _, copy in parts:
             copy()
         return result
-    return issue(_group_handle([h for h, _ in parts]), copy_out, inputs[0], opts)
+    return named.hold(issue(_group_handle([h for h, _ in parts]), copy_out, inputs[0], opts))
 
 
 def allgather(group, output_lists, inputs, opts):
     # output_lists[i]: input i's outputs, one per rank.
     if len(inputs) != 1:
         return _gather_each(group, output_lists, inputs, "all_gather", opts, output_lists)
-    handle, copy_out = _gather_into_list(group, output_lists[0], inputs[0], "all_gather")
-    return issue(handle, lambda _: copy_out(), inputs[0], opts)
+    name, = named = group.names.take()
+    handle, copy_out = _gather_into_list(group, output_lists[0], inputs[0], "all_gather", name)
+    return named.hold(issue(handle, lambda _: copy_out(), inputs[0], opts))
 
 
 def allgather_coalesced(group, output_lists, inputs, opts):
@@ -87,14 +95,16 @@ def allgather_coalesced(group, output_lists, inputs, opts):
 def gather(group, output_lists, inputs, opts):
     root = opts.rootRank
     outputs = output_lists[0] if group.rank() == root else [torch.empty_like(inputs[0]) for _ in range(group.size())]
-    handle, copy_out = _gather_into_list(group, outputs, inputs[0], "gather")
-    return issue(handle, lambda _: copy_out() if group.rank() == root else [], inputs[0], opts)
+    name, = named = group.names.take()
+    handle, copy_out = _gather_into_list(group, outputs, inputs[0], "gather", name)
+    return named.hold(issue(handle, lambda _: copy_out() if group.rank() == root else [], inputs[0], opts))
 
 
 def gather_single(group, output, input, opts):
     target = output if group.rank() == opts.rootRank else input.new_empty((group.size() * input.numel(),))
-    return issue(_gather_handle(group, target, input.contiguous(), "gather_into_tensor"), lambda _: [output], input,
-                 opts)
+    name, = named = group.names.take()
+    return named.hold(issue(_gather_handle(group, target, input.contiguous(), "gather_into_tensor", name),
+                            lambda _: [output], input, opts))
 
 
 def scatter(group, outputs, input_lists, opts):
@@ -106,13 +116,14 @@ def scatter(group, outputs, input_lists, opts):
         whole = torch.cat([t.reshape(-1) for t in input_lists[0]])
     else:
         whole = output.new_empty((group.size() * output.numel(),))
-    handle = broadcast_async_(whole, root, process_set=group.process_set)
+    name, = named = group.names.take()
+    handle = broadcast_async_(whole, root, name=name, process_set=group.process_set)
     mine = group.rank()
 
     def copy_out(_):
         output.copy_(whole.chunk(group.size())[mine].view_as(output))
         return [output]
-    return issue(handle, copy_out, output, opts)
+    return named.hold(issue(handle, copy_out, output, opts))
 
 
 def all_to_all_single(group, output, input, output_splits, input_splits, opts):

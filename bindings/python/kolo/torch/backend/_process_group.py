@@ -10,6 +10,7 @@ from kolo._abi import INVALID_ARGUMENT, _C
 from kolo._errors import KoloValueError
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set
 from kolo.torch.backend import _movements, _reductions
+from kolo.torch.backend._names import OpNames
 
 
 class KoloProcessGroup(dist.ProcessGroup):
@@ -19,6 +20,7 @@ class KoloProcessGroup(dist.ProcessGroup):
         self._job_ranks = job_ranks
         self._sets = {}  # new_group's kolo sets, by ranks (two groups of the same ranks share one)
         self._name, self._desc = "", ""
+        self.names = OpNames(self)
 
     def getBackendName(self):
         return "kolo"

@@ -23,11 +23,13 @@ def allreduce(group, tensors, opts):
         t = tensors[0]
         if t.is_sparse:
             return _sparse_allreduce(group, t, op, opts)
+        name, = named = group.names.take()
         if blocking(opts) and not t.is_cuda:
             # kolo's own blocking call: one call into the engine, no handle (a metric's or a loss's path).
-            allreduce_(t, op=op, process_set=group.process_set)
+            allreduce_(t, op=op, name=name, process_set=group.process_set)
             return done_work(tensors)
-        return issue(allreduce_async_(t, op=op, process_set=group.process_set), lambda _: tensors, t, opts)
+        return named.hold(issue(allreduce_async_(t, op=op, name=name, process_set=group.process_set),
+                                lambda _: tensors, t, opts))
     return allreduce_coalesced(group, tensors, opts)
 
 
@@ -42,8 +44,9 @@ def _sparse_allreduce(group, t, op, opts):
 
 def allreduce_coalesced(group, tensors, opts):
     op = _op(opts, "all_reduce_coalesced")
-    handles = [allreduce_async_(t, op=op, process_set=group.process_set) for t in tensors]
-    return issue(_group_handle(handles), lambda _: tensors, tensors[0], opts)
+    named = group.names.take(len(tensors))
+    handles = [allreduce_async_(t, op=op, name=name, process_set=group.process_set) for t, name in zip(tensors, named)]
+    return named.hold(issue(_group_handle(handles), lambda _: tensors, tensors[0], opts))
 
 
 def reduce(group, tensors, opts):
@@ -52,22 +55,25 @@ def reduce(group, tensors, opts):
     t = tensors[0]
     root = group.job_rank(opts.rootRank, "reduce")
     target = t if _C.rank() == root else t.clone()
-    return issue(allreduce_async_(target, op=op, process_set=group.process_set), lambda _: tensors, t, opts)
+    name, = named = group.names.take()
+    return named.hold(issue(allreduce_async_(target, op=op, name=name, process_set=group.process_set),
+                            lambda _: tensors, t, opts))
 
 
-def _reduce_scatter_handle(group, output, input, op, collective):
+def _reduce_scatter_handle(group, output, input, op, collective, name):
     """input: every rank's block, concatenated (or stacked); output: this rank's block of the reduction."""
     n = group.size()
     if input.numel() != n * output.numel():
         _refuse(collective, "the input has %d elements, not %d ranks x the output's %d", input.numel(), n,
                 output.numel())
-    return _reducescatter_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), None,
+    return _reducescatter_into_async(_flat(input, collective, "input"), _flat(output, collective, "output"), name,
                                      op, group.process_set)
 
 
 def reduce_scatter_single(group, output, input, opts, collective="reduce_scatter_tensor"):
-    handle = _reduce_scatter_handle(group, output, input, _op(opts, collective), collective)
-    return issue(handle, lambda _: [output], output, opts)
+    name, = named = group.names.take()
+    handle = _reduce_scatter_handle(group, output, input, _op(opts, collective), collective, name)
+    return named.hold(issue(handle, lambda _: [output], output, opts))
 
 
 def reduce_scatter(group, outputs, input_lists, opts):
@@ -81,5 +87,6 @@ def reduce_scatter(group, outputs, input_lists, opts):
 def reduce_scatter_coalesced(group, outputs, inputs, opts):
     collective = "reduce_scatter_tensor_coalesced"
     op = _op(opts, collective)
-    handles = [_reduce_scatter_handle(group, o, i, op, collective) for o, i in zip(outputs, inputs)]
-    return issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts)
+    named = group.names.take(len(outputs))
+    handles = [_reduce_scatter_handle(group, o, i, op, collective, name) for o, i, name in zip(outputs, inputs, named)]
+    return named.hold(issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts))

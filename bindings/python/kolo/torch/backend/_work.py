@@ -13,10 +13,14 @@ from kolo._errors import KoloError
 from kolo.torch._handles import poll, synchronize
 
 
+_DONE_LOCK = threading.Lock()
+
+
 class KoloWork(dist._Work):
     def __init__(self, handle=None, finish=None, result=None, devices=None):
         super().__init__()
-        self._lock = threading.Lock()
+        # A finished op's Work (every blocking call's) shares one lock: nothing waits on it for long.
+        self._lock = threading.Lock() if handle is not None else _DONE_LOCK
         self._handle = handle
         self._finish = finish
         self._done = handle is None

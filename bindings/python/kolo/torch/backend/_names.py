@@ -1,0 +1,72 @@
+"""Names for a group's ops, by their place in the group's sequence of ops.
+
+kolo negotiates an op by name, and an op whose name recurs with the same tensor, dtype and reduction is agreed
+from its cached response (a bit per rank, and a small allreduce rides along) instead of a gather to rank 0 and
+a broadcast, which in the Gloo world is a round over TCP. torch's ops have no names; every rank issues a group's
+ops in the same order, so the place in that order is a name every rank agrees on, whatever the tensors are: a
+rank whose tensor differs in shape or dtype still submits the same name, and the negotiation fails on every rank
+naming the difference (a name made from the shape would differ, and the ranks would wait for each other).
+
+Names recur every SLOTS ops, so a loop that issues the same ops each step (DDP's buckets, FSDP's gathers and
+reductions, a metric) finds them cached once its period divides SLOTS; any other sequence is negotiated in full,
+as an unnamed op is. A slot's name is free again only once its last op has ended on this rank: taking it waits.
+"""
+import threading
+
+
+# Divisible by every period of 1 to 7 ops (and 10, 12, 14, 15, 20, 21, 28, 30, 35...), within kolo's response cache
+# (KOLO_CACHE_CAPACITY, 1024 by default) with room for a second group and the script's own names.
+SLOTS = 420
+
+
+class OpNames:
+    def __init__(self, group):
+        self._group = group
+        self._lock = threading.Lock()
+        self._next = 0
+        self._held = [None] * SLOTS
+        self._values = None
+
+    def _names(self):
+        # torch names its groups alike on every rank ("0" the default group's) once it has made them, before
+        # their first op; an error names the op as "torch group 0 slot 17".
+        set_id = self._group.process_set.process_set_id
+        prefix = "torch group %s%s slot " % (self._group.group_name, " (kolo set %d)" % set_id if set_id else "")
+        return [prefix + str(s) for s in range(SLOTS)]
+
+    def take(self, count=1):
+        """The names of the group's next `count` ops; waits for an op still in flight under any of them."""
+        with self._lock:
+            if self._values is None:
+                self._values = self._names()
+            first = self._next
+            self._next = (first + count) % SLOTS
+            slots = [first] if count == 1 else [(first + i) % SLOTS for i in range(count)]
+            held = self._held
+            waits = [held[s] for s in slots if held[s] is not None]
+            for s in slots:
+                held[s] = None
+        for work in waits:
+            work._complete()  # its result, or its error, stays for whoever waits on it
+        return Named(self, slots, [self._values[s] for s in slots])
+
+    def _hold(self, slots, work):
+        with self._lock:
+            for s in slots:
+                self._held[s] = work
+
+
+class Named:
+    """Names taken for one collective (one per kolo op it submits); hold() marks them in flight until `work` ends."""
+    __slots__ = ("_names", "_slots", "values")
+
+    def __init__(self, names, slots, values):
+        self._names, self._slots, self.values = names, slots, values
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def hold(self, work):
+        if not work._done:
+            self._names._hold(self._slots, work)
+        return work

@@ -1,0 +1,71 @@
+"""The names the kolo backend gives torch's ops (their place in the group's sequence, recurring every SLOTS ops, so
+that a loop's ops are agreed from kolo's response cache): results stay exact whatever is in flight, and a rank whose
+tensor differs from the others' at a place already cached fails on every rank, as an unnamed op does."""
+import pytest
+import torch
+import torch.distributed as dist
+
+from kolo.torch import KoloError
+from kolo.torch.backend._names import SLOTS
+
+
+def test_more_ops_in_flight_than_there_are_names_give_exact_results(rank, size):
+    # Taking a slot whose op is still in flight waits for that op; each result is still its own op's.
+    tensors = [torch.full((3,), float(i + 1)) for i in range(SLOTS + 37)]
+    works = [dist.all_reduce(t, async_op=True) for t in tensors]
+    for i, work in reversed(list(enumerate(works))):
+        work.wait()
+        assert tensors[i].tolist() == [float((i + 1) * size)] * 3
+
+
+def test_a_loop_of_the_same_ops_reduces_each_steps_values(rank, size):
+    # After the first SLOTS ops each place is cached; the values reduced are each step's, not the cached run's.
+    for step in range(2 * SLOTS + 5):
+        t = torch.full((2,), float(step + rank))
+        dist.all_reduce(t)
+        assert t.tolist() == [float(step * size + size * (size - 1) // 2)] * 2
+
+
+def test_two_groups_of_the_same_ranks_keep_their_own_sequences(rank, size):
+    other = dist.new_group(backend="kolo")
+    works = []
+    for i in range(SLOTS + 3):
+        a, b = torch.full((1,), float(i)), torch.full((2,), float(rank))
+        works.append((a, dist.all_reduce(a, async_op=True), b, dist.all_reduce(b, group=other, async_op=True), i))
+    for a, wa, b, wb, i in works:
+        wa.wait()
+        wb.wait()
+        assert a.tolist() == [float(i * size)] and b.tolist() == [float(size * (size - 1) // 2)] * 2
+    dist.destroy_process_group(other)
+
+
+def others(size):
+    """Every rank but 1, as kolo's mismatch error lists them."""
+    ranks = [r for r in range(size) if r != 1]
+    return "rank %d" % ranks[0] if len(ranks) == 1 else "ranks " + ",".join(map(str, ranks))
+
+
+def test_a_size_that_changes_on_one_rank_at_a_cached_place_fails_on_every_rank(rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    for _ in range(SLOTS):  # every place cached with 4 float32s
+        dist.all_reduce(torch.ones(4))
+    with pytest.raises(KoloError, match=r"Mismatched shape for tensor 'torch group 0 slot \d+' \(allreduce\): \[4\] on "
+                                        r"%s, \[5\] on rank 1\." % others(size)):
+        dist.all_reduce(torch.ones(4 + (rank == 1)))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(size)] * 4
+
+
+def test_a_dtype_that_changes_on_one_rank_at_a_cached_place_fails_on_every_rank(rank, size):
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    for _ in range(SLOTS):
+        dist.all_reduce(torch.ones(4))
+    with pytest.raises(KoloError, match=r"Mismatched dtype for tensor 'torch group 0 slot \d+' \(allreduce\): float32 on "
+                                        r"%s, float64 on rank 1\." % others(size)):
+        dist.all_reduce(torch.ones(4, dtype=torch.float64 if rank == 1 else torch.float32))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(size)] * 4
