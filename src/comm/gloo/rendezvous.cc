@@ -101,7 +101,7 @@ Status random_hex(std::string* out) {
     if (n < 0) return Status::Internal(std::string("getrandom: ") + std::strerror(errno));
     got += static_cast<size_t>(n);
   }
-  static const char* digits = "0123456789abcdef";
+  constexpr char digits[] = "0123456789abcdef";
   out->clear();
   for (unsigned char b : bytes) {
     out->push_back(digits[b >> 4]);
