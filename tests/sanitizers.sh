@@ -53,7 +53,7 @@ tsan() {
   ctest --test-dir build-tsan --output-on-failure -R "$suites" -E '^gloo_np2$'
   # The Gloo world's suite without the cases whose threads are the MPI world's (each dtype's kernels, Adasum, the
   # autotuner's runs: mpi_np2 has them under ThreadSanitizer, gloo_np2 under AddressSanitizer): what this world adds
-  # is its controller's and store's threads, which every remaining case drives. Half the time of the whole suite.
+  # is its controller's and store's threads, which every remaining case drives. About a third of the whole suite's time.
   GTEST_FILTER='-Dtypes/*:Floating/*:Adasum.*:Bool.*:Topology.*:NoGpu.*:Autotune.*' \
     ctest --test-dir build-tsan --output-on-failure -R '^gloo_np2$'
 }

@@ -1,7 +1,7 @@
 """`pip install .` as a user runs it, into fresh virtual environments of Debian's Python with no system site
 packages: one with today's torch from PyPI, one with tensorflow-cpu; the wheel that `pip wheel .` made, into a
-third that sees Debian's own packages (its torch 1.13, numpy, scikit-learn); and an sdist that builds the same wheel. Each example trains on 2 ranks through the
-installed `kolorun` to 97% or more.
+third that sees Debian's own packages (its torch 1.13, numpy, scikit-learn); and an sdist that builds the same
+wheel. Each example trains on 2 ranks through the installed `kolorun` to 97% or more.
 
     /usr/bin/python3 -m pytest -v tests/system/install        (.ci/run runs it after ctest)
 
@@ -194,8 +194,8 @@ class TestTensorFlowEnvironment:
         assert lines[-2] == "  [X] TensorFlow  kolo.tensorflow's ops, built against tensorflow 2.21.0"
         assert final_accuracy(tensorflow_venv, "tensorflow/digits_kolo.py") >= 0.97
 
-    # The wheel goes where Debian's torch 1.13 is (ctest's kolo.torch suites use it too), not into a fourth
-    # environment from PyPI: the oldest torch kolo.torch supports, and no third large download in CI.
+    # The wheel goes where Debian's torch 1.13 is (ctest's kolo.torch suites use it too), not into an environment
+    # filled from PyPI: the oldest torch kolo.torch supports, and no third large download in CI.
     def test_a_wheel_from_pip_wheel_installs_beside_debians_torch(self, tensorflow_venv):
         dist = WORK / "dist"
         shutil.rmtree(dist, ignore_errors=True)

@@ -41,7 +41,7 @@ class OpNames:
                 self._values = self._names()
             first = self._next
             self._next = (first + count) % SLOTS
-            slots = [first] if count == 1 else [(first + i) % SLOTS for i in range(count)]
+            slots = [(first + i) % SLOTS for i in range(count)]
             held = self._held
             waits = [held[s] for s in slots if held[s] is not None]
             for s in slots:
@@ -58,15 +58,15 @@ class OpNames:
 
 class Named:
     """Names taken for one collective (one per kolo op it submits); hold() marks them in flight until `work` ends."""
-    __slots__ = ("_names", "_slots", "values")
+    __slots__ = ("_owner", "_slots", "values")
 
-    def __init__(self, names, slots, values):
-        self._names, self._slots, self.values = names, slots, values
+    def __init__(self, owner, slots, values):
+        self._owner, self._slots, self.values = owner, slots, values
 
     def __iter__(self):
         return iter(self.values)
 
     def hold(self, work):
         if not work._done:
-            self._names._hold(self._slots, work)
+            self._owner._hold(self._slots, work)
         return work
