@@ -106,8 +106,11 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       output->pump();  // what mpirun wrote last
       // Killed, mpirun could not remove its session directory: the next process with its pid would trip on it.
       if (WIFSIGNALED(status) && !o.gloo) remove_session_dir(pid);
-      // Ended by kolorun after the survivors: theirs is the job's status, not mpirun's.
-      if (ending_for_survivors) return W_EXITCODE(output->survivors.status(), 0);
+      // Ended after the survivors (by kolorun, or as the lost rank gave up too): theirs is the job's status, not
+      // the runner's, which may be a lost rank's failure.
+      if (ending_for_survivors || (o.in_place && output->survivors.all_exited())) {
+        return W_EXITCODE(output->survivors.status(), 0);
+      }
       // A recovery given up is a failed attempt, whatever mpirun made of SIGTERM.
       return ending_for_recovery && status == 0 ? W_EXITCODE(1, 0) : status;
     }

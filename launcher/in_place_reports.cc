@@ -26,16 +26,18 @@ bool recovery_given_up(const std::string& line) {
 }
 
 void SurvivorExits::read(const std::string& line) {
-  const size_t at = line.find("kolo: rank ");
-  if (at == std::string::npos) return;
-  int rank = -1, size = 0, status = -1, end = 0;
-  // %n: the whole phrase matched, not a prefix of it.
-  if (std::sscanf(line.c_str() + at, "kolo: rank %d of %d, left in place after a peer was lost, exits with status %d%n",
-                  &rank, &size, &status, &end) != 3 || end == 0) {
-    return;
+  // Each report in the line: two ranks writing to one pipe can run theirs together.
+  for (size_t at = line.find("kolo: rank "); at != std::string::npos; at = line.find("kolo: rank ", at + 1)) {
+    int rank = -1, size = 0, status = -1, end = 0;
+    // %n: the whole phrase matched, not a prefix of it.
+    if (std::sscanf(line.c_str() + at,
+                    "kolo: rank %d of %d, left in place after a peer was lost, exits with status %d%n", &rank, &size,
+                    &status, &end) != 3 || end == 0) {
+      continue;
+    }
+    if (rank < 0 || size <= 0 || rank >= size || status < 0 || status > 255) continue;
+    statuses_[size][rank] = status;
   }
-  if (rank < 0 || size <= 0 || rank >= size || status < 0 || status > 255) return;
-  statuses_[size][rank] = status;
 }
 
 const std::map<int, int>* SurvivorExits::complete() const {

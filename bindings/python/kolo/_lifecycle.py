@@ -1,6 +1,7 @@
 """kolo's lifecycle: version, init and shutdown (and the exit hook), recovery in place, and this rank's place
 in the job."""
 import atexit
+import os
 import sys
 import threading
 
@@ -36,8 +37,12 @@ def _at_exit():
         # itself would wait for the lost process, which never ends if it is frozen or cut off. Python
         # keeps the exception that ended the script in sys.last_value; a sys.exit(code) it does not tell.
         status = _exit_status if _exit_status is not None else 1 if getattr(sys, "last_value", None) is not None else 0
-        print("kolo: rank %d of %d, left in place after a peer was lost, exits with status %d"
-              % (_left_in_place + (status,)), file=sys.stderr, flush=True)
+        line = "kolo: rank %d of %d, left in place after a peer was lost, exits with status %d\n" % (
+            _left_in_place + (status,))
+        # One write of the whole line: print's text and newline are two, and another rank's line written to the
+        # same pipe between them ran into this one.
+        sys.stderr.flush()
+        os.write(2, line.encode())
 
 
 def init(comm=None, process_sets=None, **settings):

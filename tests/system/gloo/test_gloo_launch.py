@@ -120,6 +120,32 @@ def test_a_rank_without_the_jobs_token_is_refused_unread(tmp_path):
     assert stray.returncode != 0 and "the job's store cannot be reached" in stray.stderr, stray.stderr
 
 
+# kolorun --gloo --in-place's ranks, as the survivors of a lost rank and the lost rank itself say it: ranks 0 and
+# 1 exit, saying so as kolo's survivors do; rank 2, cut off, gives up a moment later with status 1.
+LOST_LAST = r"""
+import os, sys, time
+rank, attempt = int(os.environ["RANK"]), int(os.environ["KOLO_ELASTIC_ATTEMPT"])
+if attempt > 0:
+    sys.exit(0)
+if rank < 2:
+    print("kolo: rank %d of 2, left in place after a peer was lost, exits with status 0" % rank, file=sys.stderr)
+    sys.exit(0)
+time.sleep(1)
+sys.exit(1)
+"""
+
+
+def test_in_place_the_survivors_status_is_the_jobs_when_the_lost_rank_ends_last(tmp_path):
+    # The job is the survivors': a lost rank that ends after them (before kolorun would end it) is no failed
+    # attempt to restart (CI saw the restart wait for good for the host cut off).
+    script = tmp_path / "lost_last.py"
+    script.write_text(LOST_LAST)
+    job = subprocess.run([KOLORUN, "--gloo", "--in-place", "--min-np", "2", "-np", "3", "-H", "localhost:3",
+                          sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert job.returncode == 0, job.stderr
+    assert "restarting" not in job.stderr, job.stderr
+
+
 TRAINING = r"""
 import os, signal, sys, time
 import torch

@@ -115,6 +115,15 @@ TEST(KolorunElastic, TheSurvivorsInPlaceAreAllGoneOnceEachSaidSo) {
   EXPECT_EQ(exits.status(), 1);
 }
 
+TEST(KolorunElastic, TwoSurvivorsReportsRunTogetherInOneLineBothCount) {
+  // Two ranks writing to one pipe, one's newline after the other's report (seen in the Gloo world's suite).
+  SurvivorExits exits;
+  exits.read("kolo: rank 1 of 2, left in place after a peer was lost, exits with status 0kolo: rank 0 of 2, left in "
+             "place after a peer was lost, exits with status 2");
+  EXPECT_TRUE(exits.all_exited());
+  EXPECT_EQ(exits.status(), 2);
+}
+
 TEST(KolorunElastic, ARankThatGaveUpItsRecoveryInPlace) {
   EXPECT_TRUE(recovery_given_up("kolo: rank 1 of 3: the recovery in place has not finished within 60 s (MPI has not "
                                 "declared a lost peer failed: its host cut off, or ULFM's detector off?); exiting"));

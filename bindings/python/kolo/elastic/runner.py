@@ -195,8 +195,10 @@ def run_fn(func):
             _lifecycle._exiting_with(RESTART_EXIT)
             sys.exit(RESTART_EXIT)
         except KoloError as e:
-            print("kolo.elastic: rank %d: %s\nkolo.elastic: the job goes back to commit %d"
-                  % (_lifecycle.rank(), e, state._commit_number), file=sys.stderr, flush=True)
+            # A recovery that failed leaves kolo shut down: the error names the rank it was.
+            who = "rank %d" % _lifecycle.rank() if _lifecycle.is_initialized() else "a rank out of the job"
+            print("kolo.elastic: %s: %s\nkolo.elastic: the job goes back to commit %d"
+                  % (who, e, state._commit_number), file=sys.stderr, flush=True)
             raise
         _host.barrier()  # everyone is done with the commits before they go
         if _lifecycle.local_rank() == 0:
