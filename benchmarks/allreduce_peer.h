@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace bench {
 

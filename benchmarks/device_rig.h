@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 #include "gpu_double/host_double.h"
 #include "gradient_set.h"
 #if KOLO_HAVE_CUDA

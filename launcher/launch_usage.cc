@@ -7,7 +7,7 @@ namespace launcher {
 
 namespace {
 
-// Before and after the settings' flags, which come from src/engine/settings_table.cc.
+// Before and after the settings' flags, which come from src/settings/settings_table.cc.
 const char* const kBeforeSettingFlags =
     "usage: kolorun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
     "       kolorun [-np N] [options] command [args...]      (inside a Slurm allocation)\n"

@@ -12,7 +12,7 @@ namespace launcher {
 namespace {
 
 // horovodrun's options for what kolo does not have: the ranks get the Horovod variable, and rank 0
-// says, once, that it means nothing in kolo (src/engine/horovod_settings.cc), or stays silent where
+// says, once, that it means nothing in kolo (src/settings/horovod_settings.cc), or stays silent where
 // the value asks for what kolo does anyway.
 const SettingFlag kHorovodOnlyFlags[] = {
     {"--torus-allreduce", "HOROVOD_TORUS_ALLREDUCE", FlagValue::kFixed, 1.0, "1"},

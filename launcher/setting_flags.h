@@ -1,11 +1,11 @@
 // The flags that set one of kolo's settings on every rank (horovodrun's names, and its options for
 // what kolo does not have, as their HOROVOD_* variables): the KOLO_* ones come from the settings' table
-// (src/engine/settings_table.cc), so that the command line's parser and kolorun --help handle them all alike.
+// (src/settings/settings_table.cc), so that the command line's parser and kolorun --help handle them all alike.
 #pragma once
 
 #include <string>
 
-#include "engine/settings_table.h"
+#include "settings/settings_table.h"
 
 namespace kolo {
 namespace launcher {

@@ -17,7 +17,7 @@
 #include "comm/context.h"
 #include "comm/device/surviving_comms.h"
 #include "comm/world.h"
-#include "device/device.h"
+#include "comm/device/device.h"
 #include "engine/engine.h"
 #include "engine/handle_table.h"
 

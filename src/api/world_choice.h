@@ -8,7 +8,7 @@
 
 #include "comm/launcher_env.h"
 #include "comm/world.h"
-#include "engine/config.h"
+#include "settings/config.h"
 
 namespace kolo {
 

@@ -20,7 +20,7 @@
 #include "common/half.h"
 #include "common/integer_scaling.h"
 #include "common/hd.h"
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 namespace batch {

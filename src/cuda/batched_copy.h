@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 

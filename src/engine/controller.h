@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "engine/config.h"
+#include "settings/config.h"
 #include "comm/control_channel.h"
 #include "engine/coordinator.h"
 #include "engine/message.h"

@@ -15,7 +15,7 @@
 #include "comm/collective.h"
 #include "comm/control_channel.h"
 #include "comm/topology.h"
-#include "engine/config.h"
+#include "settings/config.h"
 #include "engine/controller.h"
 #include "engine/executor.h"
 #include "engine/handle_table.h"

@@ -1,4 +1,4 @@
-#include "engine/config.h"
+#include "settings/config.h"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// Every KOLO_* setting's field, read in this one place (config.cc) by its row of engine/settings_table.cc,
+// Every KOLO_* setting's field, read in this one place (config.cc) by its row of settings/settings_table.cc,
 // which declares its type, default, limits, aliases and flags. The member defaults here are checked against
 // the table's (check_config_defaults), since Config{} is used without parsing too.
 #pragma once
@@ -11,8 +11,8 @@
 #include "comm/allreduce_choice.h"
 #include "comm/topology.h"
 #include "common/logging.h"
-#include "engine/horovod_settings.h"
-#include "engine/setting_parser.h"
+#include "settings/horovod_settings.h"
+#include "settings/setting_parser.h"
 #include "kolo/types.h"
 
 namespace kolo {
@@ -88,7 +88,7 @@ struct Config {
 
 // Reads the settings through `lookup` (nullptr: unset). An invalid value is an error that names the
 // variable and what it accepts: the KOLO_* name, or the HOROVOD_* variable and its value as the user
-// wrote them where `origin` says the value came from one (engine/horovod_settings.h).
+// wrote them where `origin` says the value came from one (settings/horovod_settings.h).
 Status parse_config(const SettingLookup& lookup, Config* config, const SettingOrigin& origin = nullptr);
 
 // Not OK, naming the setting, where a member default of Config differs from the table's default.

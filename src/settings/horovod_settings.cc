@@ -1,4 +1,4 @@
-#include "engine/horovod_settings.h"
+#include "settings/horovod_settings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/logging.h"
-#include "engine/settings_table.h"
+#include "settings/settings_table.h"
 
 namespace kolo {
 
@@ -16,7 +16,7 @@ namespace {
 
 using S = HorovodSetting;
 
-// The names that are no alias (the aliases are rows of engine/settings_table.cc).
+// The names that are no alias (the aliases are rows of settings/settings_table.cc).
 const HorovodSetting kNotAliases[] = {
     // What kolo does anyway, or cannot do.
     {"HOROVOD_CPU_OPERATIONS", S::kNoMeaning, nullptr, "kolo runs CPU collectives on MPI", S::kWhenValue, "MPI"},

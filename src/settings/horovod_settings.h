@@ -1,5 +1,5 @@
 // Horovod's HOROVOD_* environment variables, read by kolo so that a Horovod job script ports unchanged:
-// each is either the alias of a KOLO_* setting (engine/config.h), or has no meaning in kolo and is named
+// each is either the alias of a KOLO_* setting (settings/config.h), or has no meaning in kolo and is named
 // in a warning at init (unless its value asks for what kolo does anyway). tests/cpp/unit/horovod_settings_test
 // checks that docs/migrating-from-horovod.md's tables list every name here.
 #pragma once
@@ -34,7 +34,7 @@ struct HorovodSetting {
   const char* accepted_value = nullptr;  // kWhenValue, compared ignoring case
 };
 
-// Every HOROVOD_* name kolo knows: the aliases first (declared with their settings in engine/settings_table.cc),
+// Every HOROVOD_* name kolo knows: the aliases first (declared with their settings in settings/settings_table.cc),
 // then the rest.
 const std::vector<HorovodSetting>& horovod_settings();
 

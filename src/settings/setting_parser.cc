@@ -1,4 +1,4 @@
-#include "engine/setting_parser.h"
+#include "settings/setting_parser.h"
 
 #include <cctype>
 #include <cerrno>
@@ -26,7 +26,7 @@ bool SettingParser::given(const char* name, const SettingSpec** spec, const char
   if (!status_.ok()) return false;
   *spec = find_setting(name);
   if (*spec == nullptr) {
-    status_ = Status::Internal(std::string(name) + " is read but is not in src/engine/settings_table.cc");
+    status_ = Status::Internal(std::string(name) + " is read but is not in src/settings/settings_table.cc");
     return false;
   }
   *value = lookup_(name);
@@ -129,8 +129,8 @@ void SettingParser::fail(const char* name, const char* value, const std::string&
 
 void SettingParser::differs(const char* name) {
   if (!status_.ok()) return;
-  status_ = Status::Internal(std::string("Config's member default of ") + name + " (src/engine/config.h) is not " +
-                             find_setting(name)->default_text + ", the table's (src/engine/settings_table.cc)");
+  status_ = Status::Internal(std::string("Config's member default of ") + name + " (src/settings/config.h) is not " +
+                             find_setting(name)->default_text + ", the table's (src/settings/settings_table.cc)");
 }
 
 }  // namespace kolo

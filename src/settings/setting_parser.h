@@ -1,6 +1,6 @@
-// Reads settings into typed fields by their row of the table (engine/settings_table.h): the type says how
+// Reads settings into typed fields by their row of the table (settings/settings_table.h): the type says how
 // to read the text, the limits what is taken, and an error names the setting and its value (or the
-// HOROVOD_* variable it came from). engine/config.cc binds each row to its field of Config.
+// HOROVOD_* variable it came from). settings/config.cc binds each row to its field of Config.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/logging.h"
-#include "engine/horovod_settings.h"
-#include "engine/settings_table.h"
+#include "settings/horovod_settings.h"
+#include "settings/settings_table.h"
 #include "kolo/status.h"
 
 namespace kolo {
@@ -20,7 +20,7 @@ using SettingOrigin = std::function<const HorovodSource*(const std::string& name
 class SettingParser {
  public:
   // `compare`: instead of setting a field, check that the field already holds what the value read
-  // gives (Config's member defaults against the table's; check_config_defaults in engine/config.h).
+  // gives (Config's member defaults against the table's; check_config_defaults in settings/config.h).
   SettingParser(const SettingLookup& lookup, const SettingOrigin& origin, bool compare = false)
       : lookup_(lookup), origin_(origin), compare_(compare) {}
 

@@ -1,4 +1,4 @@
-#include "engine/settings_table.h"
+#include "settings/settings_table.h"
 
 #include <iterator>
 

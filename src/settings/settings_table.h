@@ -1,5 +1,5 @@
 // Every KOLO_* setting, declared once (settings_table.cc): its type, default, limits, Horovod aliases,
-// kolorun flags and meaning. The parser (engine/config.cc), the HOROVOD_* aliases (engine/horovod_settings.cc),
+// kolorun flags and meaning. The parser (settings/config.cc), the HOROVOD_* aliases (settings/horovod_settings.cc),
 // kolorun's flags and their --help lines (launcher/setting_flags.cc) and docs/configuration.md's tables
 // (tools/settings/settings_doc.cc, checked by ctest settings_drift) are all made from it. No dependencies:
 // kolorun compiles it in too.
@@ -29,7 +29,7 @@ struct SettingLimits {
   const char* expected = nullptr;  // "at most 4096"; nullptr: no limits (or, kPath, any non-empty name)
 };
 
-// How a HOROVOD_* variable stands for the setting (engine/horovod_settings.h).
+// How a HOROVOD_* variable stands for the setting (settings/horovod_settings.h).
 enum class HorovodReading {
   kAsWritten,      // the value as written, checked by the setting's parser
   kFlag,           // Horovod's flag: any integer (above 0 is on), or kolo's words

@@ -1,4 +1,4 @@
-// docs/configuration.md's settings tables, made from the settings' table (src/engine/settings_table.cc), and
+// docs/configuration.md's settings tables, made from the settings' table (src/settings/settings_table.cc), and
 // the check (ctest settings_drift) that what else repeats the table agrees with it.
 //
 //   kolo_settings_doc --write SOURCE_DIR   rewrites the page's generated blocks
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/settings_table.h"
+#include "settings/settings_table.h"
 #include "launch_options.h"
 
 namespace {
@@ -77,7 +77,7 @@ struct Block {
 const Block kBlocks[] = {{"settings", settings_block}, {"flags", flags_block}};
 
 std::string begin_marker(const Block& b) {
-  return std::string("<!-- generated: ") + b.name + " (kolo_settings_doc, from src/engine/settings_table.cc) -->\n";
+  return std::string("<!-- generated: ") + b.name + " (kolo_settings_doc, from src/settings/settings_table.cc) -->\n";
 }
 std::string end_marker(const Block& b) { return std::string("<!-- end generated: ") + b.name + " -->\n"; }
 
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> problems;
   if (made != page) {
-    problems.push_back(std::string(kPage) + "'s settings tables are not the table's (src/engine/settings_table.cc); "
+    problems.push_back(std::string(kPage) + "'s settings tables are not the table's (src/settings/settings_table.cc); "
                        "remake them: cmake --build build --target kolo_settings_doc && "
                        "build/bin/kolo_settings_doc --write .");
   }

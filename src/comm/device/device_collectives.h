@@ -1,4 +1,4 @@
-// kolo's collectives for GPU tensors, written once against the device seam (src/device), so that
+// kolo's collectives for GPU tensors, written once against the device seam (device.h, beside them), so that
 // they run on CUDA + NCCL and, in CI, on the tests' host double. One file each.
 #pragma once
 

@@ -15,7 +15,7 @@
 #include "comm/collective.h"
 #include "comm/joined.h"
 #include "comm/context.h"
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 

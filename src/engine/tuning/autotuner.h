@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "comm/topology.h"
-#include "engine/config.h"
+#include "settings/config.h"
 #include "engine/message.h"
 #include "kolo/status.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 namespace testing {

@@ -1,4 +1,4 @@
-// The host double: the device seam (src/device/device.h) over host memory, for tests only. Every
+// The host double: the device seam (src/comm/device/device.h) over host memory, for tests only. Every
 // line of kolo's GPU path above the seam runs through it in CI, on machines without a GPU.
 //
 // - "Device" memory is host memory the double allocated; every kernel and communicator call checks
@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 namespace testing {

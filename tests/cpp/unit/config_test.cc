@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "engine/config.h"
+#include "settings/config.h"
 
 namespace kolo {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/horovod_settings.h"
+#include "settings/horovod_settings.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/config.h"
+#include "settings/config.h"
 
 namespace kolo {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "device/device.h"
+#include "comm/device/device.h"
 
 namespace kolo {
 namespace testing {

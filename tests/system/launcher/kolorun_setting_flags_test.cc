@@ -1,4 +1,4 @@
-// kolorun's flags for kolo's settings come from the settings' table (src/engine/settings_table.cc): each
+// kolorun's flags for kolo's settings come from the settings' table (src/settings/settings_table.cc): each
 // is taken, sets its setting, and kolorun --help shows it with the setting's name.
 #include <gtest/gtest.h>
 
