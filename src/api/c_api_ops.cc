@@ -144,9 +144,9 @@ kolo::Status read_options(const char* fn, const kolo_op_options* in, kolo_op_opt
 
 // Called before run() returns: a reference, not a std::function (which would allocate for a lambda
 // capturing more than two pointers, once per op).
-using Start = kolo::FunctionRef<kolo::Handle(const kolo_op_options&)>;
+using Start = kolo::FunctionRef<kolo::Handle(const kolo_op_options&, kolo::Submission*)>;
 
-// One op through the C ABI: its options read, then `start` (a C++ *_async call) enqueues it or is
+// One op through the C ABI: its options read, then `start` (an op's start, start_op.h) enqueues it or is
 // refused at once. Blocking: the caller drives the op's cycles (`drive`; join's wait only waits) and
 // the op's output goes to options->output.
 int32_t run(const char* fn, const kolo_op_options* given, kolo_handle* handle, bool drive, Start start) {
@@ -160,7 +160,7 @@ int32_t run(const char* fn, const kolo_op_options* given, kolo_handle* handle, b
   if (!s.ok()) return kolo_c::report(s);
   kolo::Handle h;
   kolo::Output out;
-  s = kolo::start_op([&] { return start(o); }, block && drive, &h, &out);
+  s = kolo::start_op([&](kolo::Submission* how) { return start(o, how); }, block && drive, &h, &out);
   if (!block) {
     if (s.ok()) *handle = h.id();
     return kolo_c::report(s);
@@ -200,45 +200,47 @@ int32_t kolo_allreduce(const kolo_tensor* input, const kolo_tensor* output, cons
     s = kolo::allreduce(a.name, a.input, output == input ? a.input : a.output, reduce_options(o, true));
     return kolo_c::hand_over(s, kolo::Output(), o.output);
   }
-  return run("kolo_allreduce", options, handle, true, [&](const kolo_op_options& o) {
-    return kolo::allreduce_async(name_of(o), to_view(input), to_view(output), reduce_options(o, true));
+  return run("kolo_allreduce", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
+    return kolo::start_allreduce(name_of(o), to_view(input), to_view(output), reduce_options(o, true), how);
   });
 }
 
 int32_t kolo_allgather(const kolo_tensor* input, const kolo_op_options* options, kolo_handle* handle) {
-  return run("kolo_allgather", options, handle, true, [&](const kolo_op_options& o) {
-    return kolo::allgather_async(name_of(o), to_view(input), sized_options(o));
+  return run("kolo_allgather", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
+    return kolo::start_allgather(name_of(o), to_view(input), sized_options(o), how);
   });
 }
 
 int32_t kolo_broadcast(const kolo_tensor* input, const kolo_tensor* output, const kolo_op_options* options,
                        kolo_handle* handle) {
-  return run("kolo_broadcast", options, handle, true, [&](const kolo_op_options& o) {
+  return run("kolo_broadcast", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
     kolo::BroadcastOptions b;
     b.on_done = to_callback(o);
     b.process_set = o.process_set;
-    return kolo::broadcast_async(name_of(o), to_view(input), to_view(output), o.root_rank, b);
+    return kolo::start_broadcast(name_of(o), to_view(input), to_view(output), o.root_rank, b, how);
   });
 }
 
 int32_t kolo_alltoall(const kolo_tensor* input, const kolo_op_options* options, kolo_handle* handle) {
-  return run("kolo_alltoall", options, handle, true, [&](const kolo_op_options& o) {
+  return run("kolo_alltoall", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
     std::vector<int64_t> splits;
     if (o.splits != nullptr && o.num_splits > 0) splits.assign(o.splits, o.splits + o.num_splits);
-    return kolo::alltoall_async(name_of(o), to_view(input), splits, sized_options(o));
+    return kolo::start_alltoall(name_of(o), to_view(input), splits, sized_options(o), how);
   });
 }
 
 int32_t kolo_reducescatter(const kolo_tensor* input, const kolo_tensor* output, const kolo_op_options* options,
                            kolo_handle* handle) {
-  return run("kolo_reducescatter", options, handle, true, [&](const kolo_op_options& o) {
-    return kolo::reducescatter_async(name_of(o), to_view(input), to_view(output), reduce_options(o, false));
+  return run("kolo_reducescatter", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
+    return kolo::start_reducescatter(name_of(o), to_view(input), to_view(output), reduce_options(o, false), how);
   });
 }
 
 int32_t kolo_barrier(const kolo_op_options* options, kolo_handle* handle) {
   return run("kolo_barrier", options, handle, true,
-             [](const kolo_op_options& o) { return kolo::barrier_async(o.process_set, to_callback(o)); });
+             [](const kolo_op_options& o, kolo::Submission* how) {
+               return kolo::start_barrier(o.process_set, to_callback(o), how);
+             });
 }
 
 int32_t kolo_join(const kolo_op_options* options, kolo_handle* handle) {
@@ -249,7 +251,7 @@ int32_t kolo_join(const kolo_op_options* options, kolo_handle* handle) {
                                                         std::to_string(o.process_set)));
   }
   return run("kolo_join", options, handle, false,
-             [](const kolo_op_options& o) { return kolo::join_async(to_callback(o)); });
+             [](const kolo_op_options& o, kolo::Submission* how) { return kolo::start_join(to_callback(o), how); });
 }
 
 }  // extern "C"

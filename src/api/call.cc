@@ -25,8 +25,6 @@ thread_local ThreadCalls t_calls;
 
 }  // namespace
 
-ThreadCalls& thread_calls() { return t_calls; }
-
 CallScope::CallScope() : calls_(t_calls) {
   if (calls_.depth == calls_.calls.size()) calls_.calls.push_back(std::make_unique<Call>());
   call_ = calls_.calls[calls_.depth++].get();

@@ -1,4 +1,4 @@
-// One C++ API call on its way to an engine (kolo.cc): its process set's engine and the op's identity,
+// One C++ API call on its way to an engine (start_op.cc): its process set's engine and the op's identity,
 // and what the calling thread keeps between calls. A small op's path reuses all of it: nothing here
 // allocates per call once a thread has made its first.
 #pragma once
@@ -25,21 +25,12 @@ struct Call {
 
 // What kolo keeps per calling thread, in one thread-local.
 struct ThreadCalls {
-  // Set while start_op() starts an op: a refusal is told there, and no handle is made for it.
-  Status* refusal = nullptr;
-  // Inside a blocking call (allreduce, not allreduce_async): its op goes to the engine without waking
-  // kolo's thread, and the caller drives it (Engine::drive) before waiting.
-  bool blocking = false;
-  std::shared_ptr<Engine> driven;  // the engine that op went to
   // The calls under way on this thread, reused from one call to the next so that a name is copied
   // into memory it already has. More than one: a callback run inside a call (an op refused at its
   // queue ends there) may start an op of its own.
   std::vector<std::unique_ptr<Call>> calls;
   size_t depth = 0;
 };
-
-// The calling thread's.
-ThreadCalls& thread_calls();
 
 // This thread's Call for one *_async call. Lets go of the engine at the end, so that no thread keeps an
 // engine alive after shutdown().
