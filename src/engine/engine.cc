@@ -130,7 +130,7 @@ void Engine::fail_all(const std::string& why, StatusCode code) {
   // the callers hear that their ops are over. After a peer lost in place, what waits for it never
   // ends (a frozen peer's NCCL kernels) and everything is rolled back: stopped at once.
   executor_.drain(code == StatusCode::kPeersFailed ? 0.0 : kDrainSeconds, Status(code, why));
-  for (auto& e : queue_.close(why)) {
+  for (auto& e : queue_.close(why, code)) {
     const std::string message = "tensor '" + e->request.name + "' did not run: " + why;
     Executor::finish(std::move(e), Status(code, message), handles_, nullptr);
   }

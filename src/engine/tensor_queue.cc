@@ -35,8 +35,9 @@ Status TensorQueue::push(std::unique_ptr<TensorEntry> entry, Announce announce) 
   bool wake = announce == Announce::kWake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return Status::NotInitialized(closed_reason_);
     const std::string& name = entry->request.name;
+    // As the ops the close failed: an op that came just after them is told the same, naming it.
+    if (closed_) return Status(closed_code_, "tensor '" + name + "' did not run: " + closed_reason_);
     if (joining_) {
       return Status::InvalidArgument(std::string(op_kind_name(entry->request.kind)) + " of tensor '" + name +
                                      "' on rank " + std::to_string(entry->request.rank) +
@@ -210,10 +211,11 @@ std::unique_ptr<TensorEntry> TensorQueue::remove(const std::string& name) {
   return e;
 }
 
-std::vector<std::unique_ptr<TensorEntry>> TensorQueue::close(const std::string& reason) {
+std::vector<std::unique_ptr<TensorEntry>> TensorQueue::close(const std::string& reason, StatusCode code) {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   closed_reason_ = reason;
+  closed_code_ = code;
   std::vector<std::unique_ptr<TensorEntry>> out;
   for (auto& kv : entries_) out.push_back(std::move(kv.second));
   entries_.clear();

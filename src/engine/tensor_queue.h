@@ -67,8 +67,8 @@ class TensorQueue {
   // Valid until remove(name): only the thread running the engine's cycle removes.
   TensorEntry* find(const std::string& name);
   std::unique_ptr<TensorEntry> remove(const std::string& name);
-  // Refuses pushes from now on, with `reason`, and hands back every entry still in flight.
-  std::vector<std::unique_ptr<TensorEntry>> close(const std::string& reason);
+  // Refuses pushes from now on (`code`, naming the op and `reason`), and hands back every entry still in flight.
+  std::vector<std::unique_ptr<TensorEntry>> close(const std::string& reason, StatusCode code);
 
   // An express op (Engine::express) holds `name` in flight without an entry: true where the name is not
   // in flight and the queue is open and not joining; a push of the name is refused meanwhile. One at a
@@ -116,6 +116,7 @@ class TensorQueue {
   bool joining_ = false;  // a join is in flight: nothing more until it completes
   bool closed_ = false;
   std::string closed_reason_;
+  StatusCode closed_code_ = StatusCode::kAborted;
   bool reserved_ = false;  // reserve(): reserved_name_ is in flight, with no entry
   std::string reserved_name_;
   std::atomic<size_t> count_{0};

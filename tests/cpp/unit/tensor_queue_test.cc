@@ -158,10 +158,10 @@ TEST(TensorQueue, CloseHandsBackEverythingAndRefusesMore) {
   TensorQueue q;
   ASSERT_TRUE(q.push(entry("a")).ok());
   ASSERT_TRUE(q.push(entry("b")).ok());
-  EXPECT_EQ(q.close("stopped").size(), 2u);
+  EXPECT_EQ(q.close("stopped", StatusCode::kAborted).size(), 2u);
   Status s = q.push(entry("c"));
-  EXPECT_EQ(s.code(), StatusCode::kNotInitialized);
-  EXPECT_EQ(s.message(), "stopped");
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(s.message(), "tensor 'c' did not run: stopped");
 }
 
 TEST(TensorQueue, AFinishedEntryComesBackAsANewOneWithItsMemory) {
