@@ -3,7 +3,7 @@ that stand for a group of ops."""
 import torch
 
 from kolo._errors import KoloError
-from kolo._handles import Handles
+from kolo._in_flight import Handles
 
 _handles = Handles()
 

@@ -2,6 +2,7 @@
 state dict, and such a state dict, saved at any number of ranks, cut into this rank's shards."""
 import torch
 
+from kolo import _process_sets
 from kolo.torch import functions, mpi_ops
 from kolo.torch._parameters import hyperparameters
 
@@ -44,7 +45,7 @@ def consolidate(opt, to):
                 gathered[(b.index, k)] = ("tensor", shard.clone())
     for key, handle in jobs:
         gathered[key] = ("tensor", mpi_ops.synchronize(handle))
-    me = mpi_ops._set_rank(opt._process_set) if opt._reducing else 0
+    me = _process_sets.set_rank(opt._process_set) if opt._reducing else 0
     opt._consolidated = None
     if to is None or to == me:
         full = super(type(opt), opt).state_dict()  # the groups, with parameters as indices

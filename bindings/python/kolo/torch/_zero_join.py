@@ -6,6 +6,7 @@ round's first bucket). While some rank has joined, those still training tell it 
 """
 import torch
 
+from kolo import _process_sets
 from kolo.torch import mpi_ops
 
 STEP, CLIP, NO_STEP = 1.0, 2.0, 3.0
@@ -23,7 +24,7 @@ def end_round(opt):
     handle, opt._training = opt._training, None
     if handle is not None:
         still = int(mpi_ops.synchronize(handle)[0])
-        opt._others_joined = still < mpi_ops._set_size(opt._process_set)
+        opt._others_joined = still < _process_sets.set_size(opt._process_set)
         opt._untold = opt._others_joined
 
 

@@ -11,6 +11,7 @@ import contextlib
 
 import torch
 
+from kolo import _process_sets
 from kolo.torch import mpi_ops
 
 
@@ -45,7 +46,7 @@ class _DistributedAdasumOptimizer:
         params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
         starts = [p.detach().clone() for p in params]
         loss = super(self.__class__, self).step(closure)
-        if not self._process_set.included() or mpi_ops._set_size(self._process_set) == 1:
+        if not self._process_set.included() or _process_sets.set_size(self._process_set) == 1:
             return loss  # outside the set, or alone in it: this rank's own step
         handles = []
         for p, start in zip(params, starts):

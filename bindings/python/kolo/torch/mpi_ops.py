@@ -7,7 +7,8 @@ same order.
 """
 # The ops live in modules by job (_allreduce, _row_collectives, _broadcast, _join; their handles in
 # _handles, tensors' descriptors in _descriptors). Scripts import horovod.torch.mpi_ops, so this module
-# gathers them and keeps every name it had before they moved.
+# gathers them and keeps every name it had before they moved: Horovod's face, no MPI. kolo's own modules take a
+# private name from the module that owns it, not from here.
 import torch  # noqa: F401 (a name this module has always had)
 
 from kolo import _lifecycle, _process_sets

@@ -2,6 +2,7 @@
 
 import torch
 
+from kolo import _process_sets
 from kolo.torch import mpi_ops
 from kolo.torch.adasum_optimizer import _DistributedAdasumOptimizer
 from kolo._abi import COMPRESSION_NONE
@@ -48,7 +49,7 @@ class _DistributedOptimizer:
         self._should_synchronize = True
         self._hook_refs = []
         # Ranks outside the process set step on their own gradients, as in Horovod.
-        self._reducing = bool(process_set.included()) and mpi_ops._set_size(process_set) > 1
+        self._reducing = bool(process_set.included()) and _process_sets.set_size(process_set) > 1
         if self._reducing:
             self._register_hooks()
 

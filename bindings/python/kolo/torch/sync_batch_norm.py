@@ -8,6 +8,7 @@ gradients stay this rank's share: DistributedOptimizer averages them like any ot
 """
 import torch
 
+from kolo import _process_sets
 from kolo.torch import mpi_ops
 
 
@@ -91,7 +92,7 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
 
     def forward(self, input):
         self._check_input_dim(input)
-        if not self.training or mpi_ops._set_size(self.process_set) == 1:
+        if not self.training or _process_sets.set_size(self.process_set) == 1:
             return super().forward(input)
         # The momentum as torch's _BatchNorm computes it (None: a cumulative average).
         momentum = 0.0 if self.momentum is None else self.momentum

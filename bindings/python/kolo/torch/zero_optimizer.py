@@ -18,6 +18,7 @@ import itertools
 
 import torch
 
+from kolo import _process_sets
 from kolo.torch import functions, mpi_ops
 from kolo._policy import scaling
 from kolo.torch._parameters import (hyperparameters, parameter_names, register_accumulate_hooks,
@@ -99,10 +100,10 @@ class _ZeroOptimizer:
     def _place(self):
         """(rank, size) of the ranks the shards are cut for. Ranks outside the process set step on their own
         gradients, as in Horovod: all of it is their shard."""
-        self._reducing = bool(self._process_set.included()) and mpi_ops._set_size(self._process_set) > 1
+        self._reducing = bool(self._process_set.included()) and _process_sets.set_size(self._process_set) > 1
         if not self._reducing:
             return 0, 1
-        return mpi_ops._set_rank(self._process_set), mpi_ops._set_size(self._process_set)
+        return _process_sets.set_rank(self._process_set), _process_sets.set_size(self._process_set)
 
     def _check_same_parameters_everywhere(self, all_params):
         mine = [(self._names[p], tuple(p.shape), str(p.dtype), p.requires_grad) for p in all_params]
@@ -385,5 +386,5 @@ class _ZeroOptimizer:
         """broadcast_optimizer_state for a sharded optimizer: root's view of the job's state (consolidated
         there) loaded by every rank."""
         self.consolidate_state_dict(to=root_rank)
-        full = self.state_dict() if mpi_ops._set_rank(self._process_set) == root_rank else None
+        full = self.state_dict() if _process_sets.set_rank(self._process_set) == root_rank else None
         self.load_state_dict(functions.broadcast_state_dict(full, root_rank, self._process_set))
