@@ -104,10 +104,28 @@ def fail_on_rank_1():
     hvd.allreduce(torch.ones(1), name="waits.for.rank.1")  # the others wait here for rank 1, which never comes
 
 
-def elastic_train(fate):
+def lose_this_node():
+    """The node's loss at once: its raylet (this worker's parent) and every process it started, the other workers
+    among them. Ray ends a node's workers itself once it sees its raylet gone, but CI saw the other worker of the
+    node go on through the rest of the job first."""
+    import signal
+    raylet = os.getppid()
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+        if parent == raylet and pid != os.getpid():
+            os.kill(pid, signal.SIGKILL)
+    os.kill(raylet, signal.SIGKILL)
+
+
+def elastic_train(fate, driver_ip):
     """horovod.ray's elastic idiom: the state committed every step, each step the whole batch split across the
     ranks there are (so any size gives one process's step). At step 2 the last rank is lost: its actor killed,
-    or (fate "node") its node's raylet, which ends every worker of that node."""
+    or (fate "node") its whole node, raylet and workers; the last rank off the driver's node then, since Ray
+    places ranks on either node first and the driver's raylet is the driver's too."""
     import signal
     import torch
     import kolo.torch as hvd
@@ -119,16 +137,18 @@ def elastic_train(fate):
                                    named_parameters=model.named_parameters())
     state = hvd.elastic.TorchState(model, opt, batch=0)
     first_size = hvd.size()
+    nodes = hvd.allgather_object(ray.util.get_node_ip_address())
+    victim = first_size - 1 if fate != "node" else max(r for r, ip in enumerate(nodes) if ip != driver_ip)
 
     @hvd.elastic.run
     def train(state):
         x, y = rows()
         while state.batch < STEPS:
             r, n = hvd.rank(), hvd.size()
-            if state.batch == 2 and n == first_size and r == n - 1:
-                os.kill(os.getppid() if fate == "node" else os.getpid(), signal.SIGKILL)
-                import time
-                time.sleep(60)  # the raylet's end takes this worker with it
+            if state.batch == 2 and n == first_size and r == victim:
+                if fate == "node":
+                    lose_this_node()
+                os.kill(os.getpid(), signal.SIGKILL)
             opt.zero_grad()
             torch.nn.functional.mse_loss(model(x[r::n]), y[r::n]).backward()
             opt.step()
@@ -265,7 +285,7 @@ def main():
             say("workers_after", len(executor.workers))
         elif args.job == "elastic":
             try:
-                say("elastic", executor.run(elastic_train, args=[args.fate]))
+                say("elastic", executor.run(elastic_train, args=[args.fate, ray.util.get_node_ip_address()]))
             except ray.exceptions.RayActorError as e:
                 say("error", {"type": type(e).__name__, "notes": getattr(e, "__notes__", [])})
             say("workers_after", len(executor.workers))
