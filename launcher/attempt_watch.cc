@@ -92,7 +92,6 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
   bool asked = false;
   double ending_since = 0;  // when kolorun began ending an attempt that outlived a lost peer
   double survivors_gone_at = 0;  // in place: when the last survivor said it exits
-  bool ending_for_survivors = false;
   bool ending_for_recovery = false;
   const double started_at = now();
   double next = now() + o.discovery_interval_seconds;
@@ -108,9 +107,7 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
       if (WIFSIGNALED(status) && !o.gloo) remove_session_dir(pid);
       // Ended after the survivors (by kolorun, or as the lost rank gave up too): theirs is the job's status, not
       // the runner's, which may be a lost rank's failure.
-      if (ending_for_survivors || (o.in_place && output->survivors.all_exited())) {
-        return W_EXITCODE(output->survivors.status(), 0);
-      }
+      if (o.in_place && output->survivors.all_exited()) return W_EXITCODE(output->survivors.status(), 0);
       // A recovery given up is a failed attempt, whatever mpirun made of SIGTERM.
       return ending_for_recovery && status == 0 ? W_EXITCODE(1, 0) : status;
     }
@@ -147,7 +144,6 @@ int watch(pid_t pid, const LaunchOptions& o, HostState* s, int num_proc, int att
           say() << "the job has not ended " << kLostPeerGraceSeconds
                 << " s after a peer was lost (a host cut off?); ending " << runner << "\n";
         }
-        ending_for_survivors = survivors_gone;
         kill(pid, SIGTERM);
         ending_since = now();
       } else if (now() - ending_since > 5) {
