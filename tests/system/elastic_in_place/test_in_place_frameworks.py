@@ -25,16 +25,19 @@ DOUBLE_NEEDS_MPI = pytest.mark.skipif(GLOO, reason="the host double's communicat
 
 
 def run_least_squares(tmp_path, script, last_line, *flags, backend=None):
-    """tf_in_place.py, keras_in_place.py or jax_in_place.py (tests/system/elastic_in_place) on 3 ranks, rank 2 killed
-    before step (epoch) 10: checks that the survivors went on in place, and ended, in the same
+    """tf_in_place.py, keras_in_place.py, jax_in_place.py or ddp_in_place.py (tests/system/elastic_in_place) on 3
+    ranks, rank 2 killed before step (epoch) 10: checks that the survivors went on in place, and ended, in the same
     processes, with plain gradient descent's weights to 1e-12 (each rank takes an equal share of every
     batch: the averaged gradient is the whole batch's at any rank count). The job's output."""
-    python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parents[2] / ".venv" / "bin" / "python"))
-    framework = backend or {"tf_in_place.py": "tensorflow", "jax_in_place.py": "jax"}[script]  # Keras': backend
+    framework = backend or {"tf_in_place.py": "tensorflow", "jax_in_place.py": "jax", "ddp_in_place.py": "torch"}[script]
+    if framework == "torch":  # the kolo backend needs torch 2.x: tests/torch2.sh's environment
+        python = os.environ.get("KOLO_TORCH2_PYTHON", str(HERE.parents[2] / ".venv-torch2" / "bin" / "python"))
+    else:
+        python = os.environ.get("KOLO_ULFM_TF_PYTHON", str(HERE.parents[2] / ".venv" / "bin" / "python"))
     needs = ("keras, " if script == "keras_in_place.py" else "") + framework
     if subprocess.run([python, "-c", "import " + needs], capture_output=True).returncode != 0:
         pytest.skip("%s lacks %s" % (python, needs))
-    built = {"tensorflow": "tensorflow/kolo_tf_ops.so", "jax": "jax/libkolo_xla_ffi.so"}[framework]
+    built = {"tensorflow": "tensorflow/kolo_tf_ops.so", "jax": "jax/libkolo_xla_ffi.so", "torch": "torch"}[framework]
     if not (BUILD / "python" / "kolo" / built).exists():
         pytest.skip("kolo's %s was not built against this MPI" % built)
     env = job_env(PYTHONPATH=str(BUILD / "python"), KERAS_BACKEND=backend or "tensorflow", JAX_PLATFORMS="cpu")
@@ -90,6 +93,17 @@ def test_a_jax_loop_goes_on_in_place(tmp_path):
     # carrying kolo's words; the survivors roll back to step 8 and go on on 2 ranks.
     text = run_least_squares(tmp_path, "jax_in_place.py", "ranks 2  steps 30", "--steps", "30")
     assert "in place: now rank 0 of 2, from commit 1" in text, text
+
+
+def test_a_ddp_loop_on_the_kolo_backend_goes_on_in_place(tmp_path):
+    # An unchanged DDP loop (init_process_group("kolo"), a comm hook whose state is the group) in
+    # kolo.torch.elastic's TorchState: DDP's backward fails (torch's error carrying kolo's words), the survivors
+    # roll back to step 8; kolo.elastic makes torch's default group again as rank r of 2, and the same DDP object
+    # again on it (its hook's state the new group), and they go on to plain gradient descent's weights.
+    text = run_least_squares(tmp_path, "ddp_in_place.py", "ranks 2  steps 30", "--steps", "30")
+    assert "in place: now rank 0 of 2, from commit 1" in text, text
+    for rank in (0, 1):
+        assert re.search(r"rank %d of 2 ends with pid \d+: torch's world rank %d of 2" % (rank, rank), text), text
 
 
 DEVICE_IN_PLACE = BUILD / "tests" / "device_in_place"

@@ -73,7 +73,8 @@ class ElasticSampler(torch.utils.data.Sampler):
 
 class TorchState(ObjectState):
     """A model, an optimizer and anything else (epoch=0, batch=0, sampler=ElasticSampler(...)): saved by
-    commit(), restored after a failure, synced from one rank before training goes on."""
+    commit(), restored after a failure, synced from one rank before training goes on. A DistributedDataParallel
+    on the kolo backend is made again on torch's new default group after a recovery in place."""
 
     def __init__(self, model=None, optimizer=None, **kwargs):
         handlers, plain = {}, {}
@@ -127,6 +128,8 @@ class TorchState(ObjectState):
 
 
 def _handler_for(value):
+    if isinstance(value, torch.nn.parallel.DistributedDataParallel):
+        return _DDPHandler(value)
     if isinstance(value, torch.nn.Module):
         return _ModuleHandler(value)
     if isinstance(value, torch.optim.Optimizer):
@@ -159,6 +162,16 @@ class _Handler:
 class _ModuleHandler(_Handler):
     def sync(self, name, root):
         functions.broadcast_parameters(self.value.state_dict(), root_rank=root)
+
+
+class _DDPHandler(_ModuleHandler):
+    """A DistributedDataParallel model on the kolo backend: after the world changed in place, made again on torch's
+    new default group (its reducer held the old world's), before the commit is restored into it."""
+
+    def restore(self):
+        from kolo.torch.backend._new_world import remake_ddp
+        remake_ddp(self.value)
+        super().restore()
 
 
 class _OptimizerHandler(_Handler):

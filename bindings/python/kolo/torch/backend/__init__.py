@@ -37,6 +37,8 @@ def _create(options, pg_options=None):
     if rank != _C.rank():
         raise KoloValueError("init_process_group('kolo'): torch says this is rank %d (its launcher's RANK, or the "
                              "argument), kolo's world says rank %d" % (rank, _C.rank()), INVALID_ARGUMENT)
+    from kolo.torch.backend._new_world import remake_default_group
+    _lifecycle.after_recovery(remake_default_group)
     return KoloProcessGroup(rank, size, global_process_set, ranks)
 
 

@@ -128,6 +128,7 @@ def scatter(group, outputs, input_lists, opts):
 
 def all_to_all_single(group, output, input, output_splits, input_splits, opts):
     """Rows (the first dimension) of `input` to each rank, by input_splits (evenly without), into `output`."""
+    group.check_world()  # alltoall's ops are unnamed: no names.take to check it
     handle = alltoall_async(input.contiguous(), list(input_splits) or None, None, group.process_set)
 
     def copy_out(result):
@@ -145,6 +146,7 @@ def all_to_all_single(group, output, input, output_splits, input_splits, opts):
 
 def all_to_all(group, outputs, inputs, opts):
     """A list of tensors to each rank, and one from each: as rows of one flat tensor."""
+    group.check_world()
     if len(inputs) != group.size() or len(outputs) != group.size():
         _refuse("all_to_all", "%d input and %d output tensors for a group of %d ranks", len(inputs), len(outputs),
                 group.size())
@@ -163,6 +165,7 @@ def all_to_all(group, outputs, inputs, opts):
 
 
 def barrier(group, opts):
+    group.check_world()
     handle = _handles.add(_C.barrier_async(group.process_set.process_set_id), (), lambda _: None)
     sample = torch.empty(0)
     return issue(handle, lambda _: [], sample, opts)

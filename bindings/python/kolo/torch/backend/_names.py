@@ -36,6 +36,7 @@ class OpNames:
 
     def take(self, count=1):
         """The names of the group's next `count` ops; waits for an op still in flight under any of them."""
+        self._group.check_world()
         with self._lock:
             if self._values is None:
                 self._values = self._names()

@@ -6,6 +6,7 @@ nothing compiled against torch: it survives torch's releases as kolo.torch does.
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from kolo import _lifecycle
 from kolo._abi import INVALID_ARGUMENT, _C
 from kolo._errors import KoloValueError
 from kolo._process_sets import ProcessSet, add_process_set, global_process_set
@@ -18,6 +19,8 @@ class KoloProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)
         self.process_set = process_set
         self._job_ranks = job_ranks
+        # The world it was made in: after an in-place recovery its rank and size (torch's, fixed) are wrong.
+        self.world, self.whole_world = _lifecycle.world_number(), len(job_ranks) == _C.size()
         self._sets = {}  # new_group's kolo sets, by ranks (two groups of the same ranks share one)
         self._name, self._desc = "", ""
         self.names = OpNames(self)
@@ -45,6 +48,23 @@ class KoloProcessGroup(dist.ProcessGroup):
             raise KoloValueError("%s on rank %d: root %d is not a rank of this group of %d"
                                  % (collective, _C.rank(), group_rank, len(self._job_ranks)), INVALID_ARGUMENT)
         return self._job_ranks[group_rank]
+
+    def job_ranks(self):
+        return list(self._job_ranks)
+
+    def check_world(self):
+        """Every op's first step: once kolo's world has changed in place (kolo.elastic's recovery), this group's
+        ranks are the old world's, and it refuses the op."""
+        if self.world != _lifecycle._world:
+            self._refuse_stale()
+
+    def _refuse_stale(self):
+        raise KoloValueError(
+            "torch group '%s' on rank %d: made as rank %d of %d in a world that a lost peer has changed in place; kolo's "
+            "world is now %d ranks, this one rank %d. kolo.elastic re-makes torch's default group, and the "
+            "DistributedDataParallel models in a kolo.torch.elastic.TorchState; make others (groups of some ranks, "
+            "FSDP, ZeroRedundancyOptimizer) again after the recovery, in a reset callback"
+            % (self._name, _C.rank(), self.rank(), self.size(), _C.size(), _C.rank()), INVALID_ARGUMENT)
 
     # ---- groups -----------------------------------------------------------------------------------
     def new_group(self, ranks, timeout=None, backend=None, pg_options=None, group_name=None, group_desc=None):

@@ -36,6 +36,7 @@ def allreduce(group, tensors, opts):
 def _sparse_allreduce(group, t, op, opts):
     """A sparse COO tensor: kolo's sparse allreduce (every rank's indices and values gathered, then summed);
     the coalesced result replaces the tensor's contents, as Gloo's does."""
+    group.check_world()
     if op not in (Sum, Average):
         _refuse("all_reduce", "a sparse tensor reduces with SUM or AVG, not %s", op_text(opts.reduceOp))
     return issue(sparse_allreduce_async(t, op=op, process_set=group.process_set), lambda result: [t.copy_(result)],

@@ -30,7 +30,7 @@ def _reachable_address():
         probe.close()
 
 
-def _store_through_kolo(timeout):
+def store_through_kolo(timeout):
     import torch.distributed as dist
     from kolo.torch.functions import broadcast_object
     if not _lifecycle.is_initialized():
@@ -70,7 +70,7 @@ def wrap_env_handler():
                 yield from original(url, timeout=timeout, **kwargs)
             return
         from datetime import timedelta
-        yield _store_through_kolo(timeout or timedelta(minutes=30))
+        yield store_through_kolo(timeout or timedelta(minutes=30))
         raise RuntimeError("Unable to perform re-rendezvous using env:// method")
 
     env_handler._kolo = True
