@@ -1,5 +1,6 @@
 """Where the kolo backend's time goes on a small op, one rank (no peer to wait for): torch's dispatch to a Python
-ProcessGroup (the same group, its allreduce swapped for one that returns a finished Work at once), the backend's
+ProcessGroup (the same group, its allreduce swapped for one that returns at once, with no Work, as the backend's
+blocking calls do), the backend's
 all_reduce, and kolo.torch's own named allreduce_, alternated in blocks; the median per op and the differences.
 
     torchrun --standalone --nproc_per_node 1 benchmarks/torch_backend_dispatch.py
@@ -12,16 +13,14 @@ import torch.distributed as dist
 
 import kolo.torch as kolo
 from kolo.torch.backend._process_group import KoloProcessGroup
-from kolo.torch.backend._work import done_work
 
 dist.init_process_group("kolo")
 tensor = torch.ones(1)
-finished = done_work([tensor])
 backend_allreduce = KoloProcessGroup.allreduce
 
 
 def floor_block(n):
-    KoloProcessGroup.allreduce = lambda self, tensors, opts=None: finished
+    KoloProcessGroup.allreduce = lambda self, tensors, opts=None: None
     try:
         for _ in range(n):
             dist.all_reduce(tensor)

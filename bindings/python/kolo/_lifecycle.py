@@ -28,7 +28,7 @@ _lock = threading.Lock()
 _exit_hook = False
 _left_in_place = None  # (rank, size) after the last recover_in_place
 _exit_status = None    # what this process exits with, where kolo knows it (a planned restart's)
-_world = 0             # which world this process is in: one more at each init() and recover_in_place()
+_world = 0             # which world this process is in: one more at each recover_in_place()
 _after_recovery = []   # what a binding re-makes once the world has changed in place (torch's default group)
 
 
@@ -59,12 +59,9 @@ def init(comm=None, process_sets=None, **settings):
         raise KoloValueError("init(comm=...): kolo runs on every rank of MPI_COMM_WORLD; to run collectives among "
                              "some ranks, register a process set (init(process_sets=[ProcessSet([...])]))",
                              INVALID_ARGUMENT)
-    global _world
-    starting = not _C.is_initialized()  # init() again in a running world is that world
     code, message = _C.init({str(k): str(v) for k, v in settings.items()})
     if code != OK:
         raise error_for(code, message)
-    _world += starting
     with _lock:
         if not _exit_hook:
             # Stop kolo's thread before the interpreter (and libraries such as mpi4py) wind down.
@@ -112,8 +109,9 @@ def recover_in_place():
 
 
 def world_number():
-    """Which world this process is in (0 before init): one more at each init() and recover_in_place(). What was
-    made for a world (a torch group) checks it to refuse an op in a later world, whose ranks differ."""
+    """Which world this process is in: one more at each recover_in_place() (init() after shutdown() starts the same
+    ranks again). What was made for a world (a torch group) checks it to refuse an op in a later one, whose ranks
+    differ."""
     return _world
 
 

@@ -1,5 +1,5 @@
-"""How a collective's kolo op becomes torch's Work: finished now (a blocking call, or a GPU op, which is then
-ordered on the caller's stream), or in flight until wait() or its future."""
+"""How a collective's kolo op becomes torch's Work: none for a blocking call on CPU tensors (finished here), a
+finished one for a GPU op (then ordered on the caller's stream), or one in flight until wait() or its future."""
 from kolo.torch._handles import synchronize
 from kolo.torch.backend._work import KoloWork, done_work
 
@@ -16,5 +16,7 @@ def issue(handle, finish, sample, opts):
         # devices make torch record that stream for whoever uses the result.
         return done_work(finish(synchronize(handle)), [sample.device])
     if blocking(opts):
-        return done_work(finish(synchronize(handle)))
+        # Finished here: torch's blocking collectives take None as an op its backend has finished.
+        finish(synchronize(handle))
+        return None
     return KoloWork(handle, finish)

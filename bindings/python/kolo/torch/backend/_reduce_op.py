@@ -16,9 +16,10 @@ _KOLO_OF = {
 
 def kolo_op(op, collective):
     """kolo's op for `op` (a ReduceOp, or its RedOpType); refused at once, naming it, where kolo has none."""
-    for torch_op, ours in _KOLO_OF.items():
-        if op == torch_op:
-            return ours
+    # By the RedOpType, which hashes as its value (a ReduceOp hashes as 0 whatever it is): one lookup per op.
+    ours = _KOLO_OF.get(getattr(op, "op", op))
+    if ours is not None:
+        return ours
     raise KoloValueError("%s on rank %d: kolo reduces with SUM, AVG, PRODUCT, MIN and MAX, not %s"
                          % (collective, _C.rank(), op_text(op)), INVALID_ARGUMENT)
 
