@@ -4,8 +4,8 @@ takes a list of arrays, enqueues them together (kolo fuses them) and returns onc
 `set_id`: the process set each runs in (0: every rank)."""
 import numpy as np
 
-from kolo._abi import (BFLOAT16, BOOL, CPU, FLOAT16, FLOAT32, FLOAT64, INT16, INT32, INT64, INT8, INVALID_ARGUMENT,
-                       OK, UINT16, UINT8, _C)
+from kolo._abi import (BFLOAT16, BOOL, COMPRESSION_NONE, CPU, FLOAT16, FLOAT32, FLOAT64, INT16, INT32, INT64, INT8,
+                       INVALID_ARGUMENT, OK, UINT16, UINT8, _C)
 from kolo._errors import KoloError, KoloValueError, error_for
 
 _CODES = {"uint8": UINT8, "int8": INT8, "uint16": UINT16, "int16": INT16, "int32": INT32,
@@ -47,8 +47,9 @@ def _wait_all(submissions):
 def allreduce(arrays, names, op, prescale_factor=1.0, postscale_factor=1.0, set_id=0):
     inputs = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes 0-d 1-d
     outputs = [np.empty_like(a) for a in inputs]
-    _wait_all(_C.allreduce_async(n, _describe(i, n), _describe(o, n), op, prescale_factor, postscale_factor,
-                                 process_set=set_id) for i, o, n in zip(inputs, outputs, names))
+    _wait_all(_C.allreduce(n, _describe(i, n), _describe(o, n), op, float(prescale_factor),
+                           float(postscale_factor), set_id, COMPRESSION_NONE, False)
+              for i, o, n in zip(inputs, outputs, names))
     return outputs
 
 

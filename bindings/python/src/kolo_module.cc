@@ -12,7 +12,7 @@ PYBIND11_MODULE(_C, m) {
   kolo_py::register_lifecycle(m);
   kolo_py::register_queries(m);
   kolo_py::register_collectives(m);
-  kolo_py::register_small_op(m);
+  kolo_py::register_allreduce(m);
   kolo_py::register_process_sets(m);
   kolo_py::register_store(m);
 }

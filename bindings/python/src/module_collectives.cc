@@ -1,5 +1,5 @@
-// kolo._C's collectives: enqueueing allreduce, allgather, broadcast, alltoall, reducescatter, barrier
-// and join on tensors that Python describes.
+// kolo._C's collectives: enqueueing allgather, broadcast, alltoall, reducescatter, barrier and join on tensors
+// that Python describes (allreduce: module_allreduce.cc).
 #include <pybind11/stl.h>
 
 #include <cstdint>
@@ -85,28 +85,9 @@ kolo_handle started(int32_t code, const kolo_handle& handle) {
 void register_collectives(py::module_& m) {
   m.def("reducescatter_rows", &kolo_reducescatter_rows);
 
-  // Enqueueing never blocks on other ranks; a call refused at once raises (started()).
+  // Enqueueing never blocks on other ranks; a call refused at once raises (started()). allreduce has its own
+  // entry (module_allreduce.cc).
   // process_set: 0 is every rank; else an id from add_process_set.
-  m.def("allreduce_async", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
-                              double prescale, double postscale, int32_t compression, int32_t process_set) {
-    CTensor i(in), o(out);
-    kolo_op_options opts = reduce_options(name, op, prescale, postscale, process_set);
-    opts.compression = compression;
-    kolo_handle h = 0;
-    return started(kolo_allreduce(&i.t, &o.t, &opts, &h), h);
-  }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-     py::arg("compression") = 0, py::arg("process_set") = 0);
-  // Blocking (CPU tensors): the op's cycle may run on this thread (KOLO_CALLER_DRIVES), the GIL released.
-  // Returns (code, message), a refusal's too.
-  m.def("allreduce", [](const std::string& name, const Descriptor& in, const Descriptor& out, int32_t op,
-                        double prescale, double postscale, int32_t compression, int32_t process_set) {
-    CTensor i(in), o(out);
-    kolo_op_options opts = reduce_options(name, op, prescale, postscale, process_set);
-    opts.compression = compression;
-    opts.blocking = 1;
-    return status_without_gil([&] { return kolo_allreduce(&i.t, &o.t, &opts, nullptr); });
-  }, py::arg("name"), py::arg("input"), py::arg("output"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-     py::arg("compression") = 0, py::arg("process_set") = 0);
   // output: memory the result goes into (a sharded optimizer's parameters, its own block the input),
   // instead of memory kolo allocates; the op fails if the ranks' rows do not fill it exactly.
   m.def("allgather_async", [](const std::string& name, const Descriptor& in, int32_t process_set,

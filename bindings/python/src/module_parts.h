@@ -16,10 +16,10 @@ namespace py = pybind11;
 
 void register_lifecycle(py::module_& m);     // init, shutdown, in-place recovery, timeline
 void register_queries(py::module_& m);       // ranks and sizes, what kolo was built with
-void register_collectives(py::module_& m);   // enqueueing the ops
+void register_collectives(py::module_& m);   // enqueueing the other ops
 void register_process_sets(py::module_& m);  // adding, removing and listing process sets
 void register_handles(py::module_& m);       // an op's Output, polling and waiting for it
-void register_small_op(py::module_& m);      // a blocking allreduce of a CPU scalar, past pybind11's dispatch
+void register_allreduce(py::module_& m);     // the one entry for an allreduce, past pybind11's dispatch
 void register_store(py::module_& m);         // a job's key-value store served from this process
 
 // Raises the exception and message kolo's Python gives a failed op (kolo._errors.error_for).

@@ -1,8 +1,7 @@
 """allreduce on torch tensors: one tensor or a group, in place or not, blocking, async or with autograd."""
 import torch
 
-from kolo._abi import COMPRESSION_NONE, OK, _C
-from kolo._errors import error_for
+from kolo._abi import COMPRESSION_NONE, _C
 from kolo._process_sets import global_process_set
 from kolo._process_sets import set_id as _set_id
 from kolo.torch._descriptors import _DTYPES, _describe, _name
@@ -12,25 +11,25 @@ from kolo._policy.scaling import check_differentiable
 from kolo.torch._reduce_ops import Adasum, _op_of
 
 
-# Looked up once: allreduce_ (and allreduce_async_) of a scalar counts each step.
-_allreduce_cpu_in_place = _C.allreduce_cpu_in_place
-_allreduce_cpu = _C.allreduce_cpu
-_allreduce_cpu_async_in_place = _C.allreduce_cpu_async_in_place
+# Looked up once: allreduce_ (and allreduce_async_) of a scalar counts each step. kolo's one entry for an
+# allreduce: (name, input, output or None for in place, op, prescale, postscale, process set, compression,
+# blocking); a contiguous CPU tensor is described by (data, dtype, shape) alone, with compression 0 (none).
+_allreduce = _C.allreduce
 
 
 def _allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set, compression):
-    """What _C.allreduce_async and _C.allreduce take."""
+    """_C.allreduce's arguments but the last (blocking), the tensors fully described."""
     described_input = _describe(tensor, name)
-    described_output = described_input if output is tensor else _describe(output, name, "output")  # in place
+    described_output = None if output is tensor else _describe(output, name, "output")  # None: in place
     described = (_name(name), described_input, described_output)  # checked first
-    return described + (op, float(prescale_factor), float(postscale_factor), compression,
-                        _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
+    return described + (op, float(prescale_factor), float(postscale_factor),
+                        _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"), compression)
 
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
                      compression=COMPRESSION_NONE):
-    handle = _C.allreduce_async(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
-                                                 process_set, compression))
+    handle = _allreduce(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
+                                         compression), False)
     return _add(handle, (tensor, output), lambda _: output, tensor)
 
 
@@ -40,10 +39,8 @@ def _allreduce_now(tensor, output, name, op, prescale_factor, postscale_factor, 
     if tensor.is_cuda:
         return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
                                             compression))
-    code, message = _C.allreduce(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor,
-                                                  process_set, compression))
-    if code != OK:
-        raise error_for(code, message)
+    _allreduce(*_allreduce_args(tensor, output, name, op, prescale_factor, postscale_factor, process_set,
+                                compression), True)
     return output
 
 
@@ -63,11 +60,11 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     dtype = _DTYPES.get(tensor.dtype) if type(tensor) is torch.Tensor else None
     if dtype is not None and _compression == COMPRESSION_NONE and not tensor.is_cuda and tensor.is_contiguous():
         # A contiguous CPU tensor (a metric, a loss): one call with no descriptors, as in allreduce_.
-        handle = _allreduce_cpu_async_in_place(
-            name if type(name) is str else "" if name is None else str(name), tensor.data_ptr(), dtype,
-            tensor.shape, op, prescale_factor, postscale_factor,
+        handle = _allreduce(
+            name if type(name) is str else "" if name is None else str(name), (tensor.data_ptr(), dtype, tensor.shape),
+            None, op, prescale_factor, postscale_factor,
             0 if process_set is global_process_set else
-            _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
+            _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"), 0, False)
         return _handles.add(handle, tensor, lambda _: tensor)
     return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, _compression)
 
@@ -110,10 +107,11 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
         if op is None or average is not None:
             op = _op_of(op, average)
         output = torch.empty_like(tensor)
-        _allreduce_cpu(name if type(name) is str else "" if name is None else str(name), tensor.data_ptr(), dtype,
-                       tensor.shape, op, prescale_factor, postscale_factor,
-                       0 if process_set is global_process_set else
-                       _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"), output.data_ptr())
+        _allreduce(name if type(name) is str else "" if name is None else str(name),
+                   (tensor.data_ptr(), dtype, tensor.shape), (output.data_ptr(), dtype, tensor.shape), op,
+                   prescale_factor, postscale_factor,
+                   0 if process_set is global_process_set else
+                   _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"), 0, True)
         return output
     from kolo.torch.compression import Compression
     compression = compression or Compression.none
@@ -137,10 +135,10 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
     if dtype is not None and not tensor.is_cuda and tensor.is_contiguous():
         # A contiguous CPU tensor (a loss, a metric): one call with no descriptors, its error raised there.
         # (Each step here is on a small op's path: torch.Size is a tuple, the factors are converted there.)
-        _allreduce_cpu_in_place(name if type(name) is str else "" if name is None else str(name),
-                                tensor.data_ptr(), dtype, tensor.shape, op, prescale_factor, postscale_factor,
-                                0 if process_set is global_process_set else
-                                _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"))
+        _allreduce(name if type(name) is str else "" if name is None else str(name),
+                   (tensor.data_ptr(), dtype, tensor.shape), None, op, prescale_factor, postscale_factor,
+                   0 if process_set is global_process_set else
+                   _set_id(process_set, "allreduce of tensor '%s'", name or "(unnamed)"), 0, True)
         return tensor
     return _allreduce_now(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, COMPRESSION_NONE)
 
