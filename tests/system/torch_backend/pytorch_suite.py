@@ -6,6 +6,9 @@ test_*.py: CI's run of tests/system/torch_backend does not collect it; run it by
     BACKEND=kolo WORLD_SIZE=2 PYTHONPATH=build/python DISTRIBUTED_TESTS_DEFAULT_TIMEOUT=120 \\
         python -m pytest -p no:cacheprovider -rfEs tests/system/torch_backend/pytorch_suite.py
 
+with `python` the environment of tests/torch2.sh (.venv-torch2) and `pip install expecttest hypothesis` there
+(torch's test helpers import them; CI's environment has neither, as it does not run this).
+
 As upstream's driver: one test class of TestDistBackend and DistributedTest._DistTestBase, each test starting
 WORLD_SIZE fresh processes that meet through a file:// store (TestDistBackend._run). What differs, for kolo only
 where it says so:
