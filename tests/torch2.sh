@@ -5,7 +5,8 @@
 # Python suite at 2 and 3 ranks (torch.compile's test runs here) and kolo's import-order checks
 # (tests/bindings/loading) and the kolo backend of torch.distributed (tests/bindings/torch_backend); then the Gloo
 # world under torchrun (tests/system/gloo/test_torchrun.py), kolo's store against torch's TCPStore both ways
-# (test_tcp_store_torch.py), and init_process_group("kolo") under each launcher (tests/system/torch_backend).
+# (test_tcp_store_torch.py), and init_process_group("kolo") under each launcher (tests/system/torch_backend), and a
+# DDP loop surviving a lost rank in place.
 # Idempotent: an environment already there is reused.
 #
 #   tests/torch2.sh [BUILD_DIR]      (default build)
@@ -41,6 +42,10 @@ if [ -x "$build/tests/kolo_store_tool" ]; then
     -p no:cacheprovider tests/system/gloo/test_torchrun.py tests/system/gloo/test_tcp_store_torch.py \
     tests/system/torch_backend
 fi
+# An unchanged DDP loop on the kolo backend surviving a lost rank in place (kolo.torch.elastic), in the Gloo world:
+# the in-place suite's case that needs this environment (tests/elastic_in_place.sh, later in CI, runs without it).
+IN_PLACE_WORLD=gloo KOLO_TORCH2_PYTHON="$venv/bin/python" KOLO_ULFM_BUILD_DIR="$build" timeout 300 /usr/bin/python3 \
+  -m pytest -q -p no:cacheprovider tests/system/elastic_in_place/test_in_place_frameworks.py -k ddp_loop
 # Ray (docs/ray.md), with Ray from PyPI in the same environment: kolo.ray's RayExecutor on a Ray cluster of 2
 # emulated hosts (a Horovod-idiom function, a rank that raises, the elastic executor losing a node and growing
 # onto one that joins, a cluster too small), and Ray Train's TorchTrainer on backend="kolo" and
