@@ -5,14 +5,13 @@ averaged over the old world's size."""
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from kolo import _lifecycle
 from kolo._abi import INVALID_ARGUMENT, _C
 from kolo._errors import KoloValueError
 
 
 def _stale(group):
     from kolo.torch.backend._process_group import KoloProcessGroup
-    return isinstance(group, KoloProcessGroup) and group.world != _lifecycle.world_number()
+    return isinstance(group, KoloProcessGroup) and group.of_an_older_world()
 
 
 def remake_default_group():

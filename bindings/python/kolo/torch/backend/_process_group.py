@@ -52,10 +52,14 @@ class KoloProcessGroup(dist.ProcessGroup):
     def job_ranks(self):
         return list(self._job_ranks)
 
+    def of_an_older_world(self):
+        """Whether kolo's world has changed in place (kolo.elastic's recovery) since this group was made: its ranks
+        are then the old world's."""
+        return self.world != _lifecycle._world
+
     def check_world(self):
-        """Every op's first step: once kolo's world has changed in place (kolo.elastic's recovery), this group's
-        ranks are the old world's, and it refuses the op."""
-        if self.world != _lifecycle._world:
+        """Every op's first step: a group of an older world refuses the op."""
+        if self.of_an_older_world():
             self._refuse_stale()
 
     def _refuse_stale(self):
