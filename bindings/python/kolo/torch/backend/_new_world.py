@@ -41,7 +41,9 @@ def remake_ddp(ddp):
                              % (_C.rank(), old.job_ranks()), INVALID_ARGUMENT)
     new = c10d._get_default_group()
     hooks = list(getattr(ddp, "_comm_hooks", []))
-    ddp._remove_autograd_hooks()  # the old reducer's, which would otherwise run beside the new one's
+    # The old reducer's hooks on the parameters, removed now rather than whenever that reducer is freed (something
+    # still holding it, the failed step's traceback say, would keep them on beside the new reducer's).
+    ddp._remove_autograd_hooks()
     # DDP's own pickling path, the one way torch makes a DDP's reducer again on the default group; its check that
     # the group is the default one is made true first.
     ddp.process_group = new
