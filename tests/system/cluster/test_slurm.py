@@ -36,7 +36,8 @@ def on_slurm(shell_command, timeout, env=None, cpus=2):
     60 s later). Returns (the finished process, whether it timed out)."""
     job = subprocess.Popen([str(HERE / "cluster.sh"), "--hosts", "2", "--", str(HERE / "slurm.sh"), "--cpus", str(cpus), "--", "sh", "-c",
                             shell_command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), **(env or {})),
+                           env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), OMPI_MCA_opal_signal="",
+                                    **(env or {})),
                            start_new_session=True)
     try:
         out, err = job.communicate(timeout=timeout)
@@ -67,8 +68,11 @@ def left_behind(work_dir):
 
 
 # Prints each rank's place in the job and the result of an allreduce big enough not to ride on the
-# negotiation (1000 float32), then writes its pid.
+# negotiation (1000 float32). A crash prints the Python line it came from (Open MPI's own
+# handler, which prints C frames only, is off: on_slurm): a rank of srun --mpi=pmix once died of SIGSEGV at a
+# null address inside the start, with no frame to tell where.
 LAYOUT = """
+import faulthandler; faulthandler.enable()
 import os, socket, sys, torch
 import kolo.torch as kolo
 kolo.init()
