@@ -68,7 +68,7 @@ void ignore_sigpipe() {
 }  // namespace
 
 Status GlooMesh::connect(const Rendezvous& rendezvous, const std::string& iface, double timeout_seconds,
-                         std::shared_ptr<GlooMesh>* out) {
+                         std::shared_ptr<GlooMesh>* out, std::function<Status()> peers_there) {
   std::shared_ptr<GlooMesh> mesh(new GlooMesh());
   mesh->rank_ = rendezvous.rank;
   mesh->size_ = rendezvous.size;
@@ -96,7 +96,7 @@ Status GlooMesh::connect(const Rendezvous& rendezvous, const std::string& iface,
     mesh->context_->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
     const auto deadline = KeyValueStore::Clock::now() + std::chrono::duration_cast<KeyValueStore::Clock::duration>(
                                                             std::chrono::duration<double>(timeout_seconds));
-    GlooStore store(*rendezvous.store, rendezvous.prefix + "mesh/", deadline);
+    GlooStore store(*rendezvous.store, rendezvous.prefix + "mesh/", deadline, std::move(peers_there));
     mesh->context_->connectFullMesh(store, mesh->device_);
   } catch (const std::exception& e) {
     return Status::Internal(where + " (" + (iface.empty() ? attr.hostname : "interface " + iface) +

@@ -32,9 +32,10 @@ namespace kolo {
 class GlooMesh {
  public:
   // Collective over the start's ranks. `iface`: the interface to use (empty: the one this host reaches the
-  // store through). `timeout_seconds` bounds the connecting.
+  // store through). `timeout_seconds` bounds the connecting; `peers_there` (may be empty), asked while it
+  // waits on a peer, ends it early with its status where that is not OK (a peer known gone).
   static Status connect(const Rendezvous& rendezvous, const std::string& iface, double timeout_seconds,
-                        std::shared_ptr<GlooMesh>* out);
+                        std::shared_ptr<GlooMesh>* out, std::function<Status()> peers_there = nullptr);
   ~GlooMesh();
   GlooMesh(const GlooMesh&) = delete;
   GlooMesh& operator=(const GlooMesh&) = delete;

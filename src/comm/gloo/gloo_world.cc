@@ -27,7 +27,7 @@ Status GlooWorld::open(const LauncherEnv& env, const GlooWorldOptions& options, 
     // Ten beats per silence that counts as lost, at most one a second (as the peer watch's).
     s = Liveness::start(w->rendezvous_.store_host, w->rendezvous_.store_port, w->rendezvous_.token,
                         std::min(1.0, options.lost_after_seconds / 10), &w->liveness_);
-    if (s.ok()) s = w->liveness_->enter(Generation{w->rendezvous_.prefix, w->rank(), w->size()});
+    if (s.ok()) s = w->liveness_->enter(Generation{w->rendezvous_.prefix, w->rank(), w->size(), ""});
     if (!s.ok()) return s;
   }
   std::shared_ptr<GlooMesh> mesh;
@@ -106,7 +106,7 @@ std::string GlooWorld::not_in_place() const {
 
 Status GlooWorld::shrink_to_survivors(std::vector<int>* survivors) {
   if (!options_.in_place || !rendezvous_.store) return Status::Unsupported("recover_in_place: " + not_in_place());
-  const Generation failed{rendezvous_.prefix, rank(), size()};
+  const Generation failed{rendezvous_.prefix, rank(), size(), previous_prefix_};
   const std::string next = start_prefix_ + "g" + std::to_string(++generations_) + "/";
   SurvivorsAgreed agreed;
   Status s = agree_on_survivors(*rendezvous_.store, failed, next, options_.lost_after_seconds, &agreed);
@@ -115,6 +115,7 @@ Status GlooWorld::shrink_to_survivors(std::vector<int>* survivors) {
   // is recovered from this generation, the same on every member.
   std::vector<std::string> hosts;
   for (int m : agreed.members) hosts.push_back(rendezvous_.hosts[static_cast<size_t>(m)]);
+  previous_prefix_ = failed.prefix;
   rendezvous_.prefix = next;
   rendezvous_.rank = static_cast<int>(std::find(agreed.members.begin(), agreed.members.end(), failed.rank) -
                                       agreed.members.begin());
@@ -124,10 +125,13 @@ Status GlooWorld::shrink_to_survivors(std::vector<int>* survivors) {
   and_rounds_ = 0;
   next_id_ = 1;
   *survivors = agreed.members;
-  s = liveness_->enter(Generation{next, rank(), size()});
+  s = liveness_->enter(Generation{next, rank(), size(), failed.prefix});
   if (!s.ok()) return s;
   std::shared_ptr<GlooMesh> mesh;
-  s = GlooMesh::connect(rendezvous_, options_.iface, std::max(10.0, options_.lost_after_seconds), &mesh);
+  // A member lost after the agreement ends the wait for the connections at once, rather than at its bound.
+  KeyValueStore& store = *rendezvous_.store;
+  s = GlooMesh::connect(rendezvous_, options_.iface, std::max(10.0, options_.lost_after_seconds), &mesh,
+                        [&store, failed, members = agreed.members] { return members_still_there(store, failed, members); });
   if (!s.ok()) {
     return Status::PeersFailed("recover_in_place: the survivors' connections did not form (" + s.message() +
                                "): another peer lost meanwhile? (" + kPeersFailedWords + ")");
@@ -140,7 +144,7 @@ Status GlooWorld::shrink_to_survivors(std::vector<int>* survivors) {
 
 bool GlooWorld::agree_and(int* bits) {
   if (!rendezvous_.store) return true;  // a job of one rank
-  return agree_and_through_store(*rendezvous_.store, Generation{rendezvous_.prefix, rank(), size()}, and_rounds_++,
+  return agree_and_through_store(*rendezvous_.store, Generation{rendezvous_.prefix, rank(), size(), previous_prefix_}, and_rounds_++,
                                  options_.lost_after_seconds, bits);
 }
 

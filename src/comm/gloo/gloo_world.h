@@ -63,6 +63,7 @@ class GlooWorld : public World {
   GlooWorldOptions options_;
   Rendezvous rendezvous_;  // after a recovery in place: the survivors' generation (prefix, ranks, hosts)
   std::string start_prefix_;
+  std::string previous_prefix_;  // the generation's before the current one ("" before a recovery)
   mutable std::mutex mesh_mu_;  // mesh_ is read by the revoker, on whichever thread saw a failure
   std::shared_ptr<GlooMesh> mesh_;
   std::unique_ptr<Liveness> liveness_;  // in place only

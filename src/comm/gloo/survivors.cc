@@ -30,6 +30,16 @@ std::vector<int> split(const std::string& text) {
   return ranks;
 }
 
+Status parse_agreed(const std::string& text, SurvivorsAgreed* out) {
+  const size_t eol = text.find('\n');
+  if (eol == std::string::npos) return Status::Internal("the survivors' agreement in the store is garbled: " + text);
+  out->nonce = text.substr(0, eol);
+  out->members = split(text.substr(eol + 1));
+  return Status::OK();
+}
+
+std::string members_key(const std::string& prefix) { return prefix + "members"; }
+
 // What the survivors learn of a rank that has not come.
 class Absentees {
  public:
@@ -48,13 +58,35 @@ class Absentees {
       since_[static_cast<size_t>(r)] = now;
     }
     bool held = true;
-    if (n > 0) s = store_.check({Liveness::held_key(failed_, r)}, &held);  // it was there: is it still?
+    if (n > 0) {
+      s = store_.check({Liveness::held_key(failed_, r)}, &held);  // it was there: is it still?
+    } else if (!failed_.previous.empty()) {
+      s = held_before(r, &held);  // it agreed on the failed generation, but never entered it
+    }
     if (!s.ok()) return s;
     *is_out = !held || now - since_[static_cast<size_t>(r)] >= lost_after_ || named_lost() == r;
     return Status::OK();
   }
 
  private:
+  // Whether rank r of the failed generation still holds its key of the generation before (where it was
+  // members_[r]): a process holds each generation's key it entered until it ends.
+  Status held_before(int r, bool* held) {
+    if (members_.empty()) {
+      std::string text;
+      SurvivorsAgreed agreed;
+      Status s = store_.get(members_key(failed_.prefix), KeyValueStore::Clock::now() + std::chrono::seconds(5), &text);
+      if (s.ok()) s = parse_agreed(text, &agreed);
+      if (!s.ok()) return s;
+      if (static_cast<int>(agreed.members.size()) != failed_.size) {
+        return Status::Internal("the survivors' agreement in the store names " + std::to_string(agreed.members.size()) +
+                                " ranks for a generation of " + std::to_string(failed_.size));
+      }
+      members_ = std::move(agreed.members);
+    }
+    return store_.check({Liveness::held_key(Generation{failed_.previous, 0, 1, ""}, members_[static_cast<size_t>(r)])}, held);
+  }
+
   int named_lost() {
     bool said = false;
     std::string word;
@@ -71,21 +103,14 @@ class Absentees {
   const double lost_after_;
   std::vector<int64_t> beats_;
   std::vector<double> since_;
+  std::vector<int> members_;  // the failed generation's ranks in the one before (read once, where asked)
 };
-
-Status parse_agreed(const std::string& text, SurvivorsAgreed* out) {
-  const size_t eol = text.find('\n');
-  if (eol == std::string::npos) return Status::Internal("the survivors' agreement in the store is garbled: " + text);
-  out->nonce = text.substr(0, eol);
-  out->members = split(text.substr(eol + 1));
-  return Status::OK();
-}
 
 }  // namespace
 
 Status agree_on_survivors(KeyValueStore& store, const Generation& failed, const std::string& next_prefix,
                           double lost_after_seconds, SurvivorsAgreed* out) {
-  const std::string agreed_key = next_prefix + "members";
+  const std::string agreed_key = members_key(next_prefix);
   auto here_key = [&](int r) { return next_prefix + "here/" + std::to_string(r); };
   Status s = store.set(here_key(failed.rank), "1");
   Absentees absentees(store, failed, lost_after_seconds);
@@ -123,6 +148,20 @@ Status agree_on_survivors(KeyValueStore& store, const Generation& failed, const 
     return Status::Aborted("rank " + std::to_string(failed.rank) + " of " + std::to_string(failed.size) +
                            " is left out: the survivors agreed to go on as " + ranks_phrase(out->members) +
                            " (this rank came after they had agreed, or seemed lost to them); it must end");
+  }
+  return Status::OK();
+}
+
+Status members_still_there(KeyValueStore& store, const Generation& failed, const std::vector<int>& members) {
+  for (int m : members) {
+    if (m == failed.rank) continue;
+    bool held = true;
+    Status s = store.check({Liveness::held_key(failed, m)}, &held);
+    if (!s.ok()) return s;
+    if (!held) {
+      return Status::PeersFailed("rank " + std::to_string(m) + " of the failed generation, which the survivors "
+                                 "agreed on, has ended since");
+    }
   }
   return Status::OK();
 }
