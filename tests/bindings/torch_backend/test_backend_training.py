@@ -3,6 +3,7 @@ and join with uneven inputs), FSDP2's fully_shard, ZeroRedundancyOptimizer."""
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -77,7 +78,11 @@ def test_ddp_join_with_uneven_inputs(rank, size):
 
 
 def test_fsdp2_fully_shard(rank, size):
-    from torch.distributed.fsdp import fully_shard
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        pytest.skip("torch %s has no public fully_shard (2.6 and later; 2.4's private one asks for CUDA streams "
+                    "on CPU tensors)" % torch.__version__)
     net = model()
     for layer in net:
         if isinstance(layer, torch.nn.Linear):

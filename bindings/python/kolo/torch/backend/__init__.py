@@ -18,6 +18,7 @@ NAME = "kolo"
 
 def _create(options, pg_options=None):
     """torch's creator (its extended form, which says the group's job ranks)."""
+    import torch
     from kolo.torch.backend._process_group import KoloProcessGroup
     rank, size = options.group_rank, options.group_size
     ranks = list(options.global_ranks_in_group) or list(range(size))
@@ -31,9 +32,9 @@ def _create(options, pg_options=None):
                 % (_C.rank(), size, rank, _C.size(), _C.rank()), INVALID_ARGUMENT)
         raise KoloValueError(
             "new_group(ranks=%s, backend='kolo') on rank %d: torch makes this group on its members only, and kolo's "
-            "process sets are made by every rank. A kolo group of some ranks is made by a kolo default group (torch "
-            "2.15 hands it new_group; 2.4 does not); with another default group, a kolo group has every rank"
-            % (ranks, _C.rank()), INVALID_ARGUMENT)
+            "process sets are made by every rank. A kolo group of some ranks is made by a kolo default group, to which "
+            "torch 2.13 and later hand new_group (this is torch %s); with another default group, a kolo group has "
+            "every rank" % (ranks, _C.rank(), torch.__version__), INVALID_ARGUMENT)
     if rank != _C.rank():
         raise KoloValueError("init_process_group('kolo'): torch says this is rank %d (its launcher's RANK, or the "
                              "argument), kolo's world says rank %d" % (rank, _C.rank()), INVALID_ARGUMENT)

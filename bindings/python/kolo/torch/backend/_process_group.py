@@ -74,7 +74,7 @@ class KoloProcessGroup(dist.ProcessGroup):
     def new_group(self, ranks, timeout=None, backend=None, pg_options=None, group_name=None, group_desc=None):
         """torch's new_group, on every rank: a kolo process set of those ranks (None where this rank is not one)."""
         if backend is not None and str(backend).lower() not in ("kolo", "undefined"):
-            # torch 2.15 hands every new_group to the default group's, whatever its backend.
+            # torch 2.13 and later hand every new_group to the default group's, whatever its backend.
             raise KoloValueError("new_group(backend=%r) on rank %d: with kolo as the default group's backend, torch "
                                  "lets kolo make every group, and kolo makes kolo groups only: make the default "
                                  "group with %r and kolo's with dist.new_group(backend='kolo')"

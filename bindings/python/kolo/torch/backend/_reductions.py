@@ -8,7 +8,7 @@ from kolo.torch._handles import _group_handle
 from kolo.torch._reduce_ops import Average, Sum
 from kolo.torch._row_collectives import _reducescatter_into_async, sparse_allreduce_async
 from kolo.torch.backend._checks import flat as _flat, refuse as _refuse
-from kolo.torch.backend._issue import blocking, issue
+from kolo.torch.backend._issue import blocking, finished, issue
 from kolo.torch.backend._reduce_op import kolo_op, op_text
 
 
@@ -23,11 +23,10 @@ def allreduce(group, tensors, opts):
         if t.is_sparse:
             return _sparse_allreduce(group, t, op, opts)
         if blocking(opts) and not t.is_cuda:
-            # kolo's own blocking call: one call into the engine, no handle (a metric's or a loss's path). No Work
-            # either: torch's blocking collectives take None as an op its backend has finished (they wait on a Work
-            # only where there is one), and making one was a fifth of a small op's time.
+            # kolo's own blocking call: one call into the engine, no handle (a metric's or a loss's path), and no
+            # Work where torch takes none (_issue.finished).
             allreduce_(t, op=op, name=group.names.take_one(), process_set=group.process_set)
-            return None
+            return finished(tensors)
         name, = named = group.names.take()
         return named.hold(issue(allreduce_async_(t, op=op, name=name, process_set=group.process_set),
                                 lambda _: tensors, t, opts))
