@@ -1,12 +1,13 @@
-"""The names the kolo backend gives torch's ops (their place in the group's sequence, recurring every SLOTS ops, so
-that a loop's ops are agreed from kolo's response cache): results stay exact whatever is in flight, and a rank whose
-tensor differs from the others' at a place already cached fails on every rank, as an unnamed op does."""
+"""The names the kolo backend gives torch's ops (their place in the group's sequence, recurring every SLOTS ops, or
+every multiple of a loop's period that fits, so that a loop's ops are agreed from kolo's response cache): results
+stay exact whatever is in flight, and a rank whose tensor differs from the others' at a place already cached fails
+on every rank, as an unnamed op does."""
 import pytest
 import torch
 import torch.distributed as dist
 
 from kolo.torch import KoloError
-from kolo.torch.backend._names import SLOTS
+from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK, LONGEST_PERIOD, SLOTS, period
 
 
 def test_more_ops_in_flight_than_there_are_names_give_exact_results(rank, size):
@@ -69,3 +70,47 @@ def test_a_dtype_that_changes_on_one_rank_at_a_cached_place_fails_on_every_rank(
     t = torch.ones(4)
     dist.all_reduce(t)
     assert t.tolist() == [float(size)] * 4
+
+
+def kolo_group(group):
+    """The kolo group behind torch's (torch 2.13 and later hand back kolo's own)."""
+    return group if hasattr(group, "names") else group._get_backend(torch.device("cpu"))
+
+
+def test_a_period_is_the_shortest_that_repeats_at_least_twice():
+    assert period(["a", "b", "c"] * 5) == 3
+    assert period(["a"] * 10) == 1
+    assert period(["a", "b", "a", "b", "a"]) == 2
+    assert period(["a", "b", "c"]) == 0
+    assert period(list(range(3 * LONGEST_PERIOD))) == 0
+    assert period(list(range(LONGEST_PERIOD + 1)) * 3) == 0  # longer than looked for
+
+
+def test_a_loop_whose_period_does_not_divide_the_slots_is_named_by_its_period(rank, size):
+    # 9 ops a step (9 DDP buckets, say): at the first check every rank finds 9, and the names recur every 414 ops
+    # from then on; each step's values are still its own.
+    group = dist.new_group(backend="kolo")
+    names = kolo_group(group).names
+    shapes = [(i + 1,) for i in range(9)]
+    steps = FIRST_CHECK // 9 + 2 * SLOTS // 9
+    for step in range(steps):
+        tensors = [torch.full(shape, float(step + rank)) for shape in shapes]
+        works = [dist.all_reduce(t, group=group, async_op=i % 2 == 1) for i, t in enumerate(tensors)]
+        for w in works:
+            if w is not None:
+                w.wait()
+        for t in tensors:
+            assert t.tolist() == [float(step * size + size * (size - 1) // 2)] * t.numel()
+    assert names._slots == 9 * (SLOTS // 9)
+    dist.destroy_process_group(group)
+
+
+def test_ops_without_a_period_keep_the_slots(rank, size):
+    group = dist.new_group(backend="kolo")
+    names = kolo_group(group).names
+    for i in range(FIRST_CHECK + 1):
+        t = torch.full((i % 97 + 1,), 1.0)  # a period of 97: longer than looked for
+        dist.all_reduce(t, group=group)
+        assert t.tolist() == [float(size)] * t.numel()
+    assert names._slots == SLOTS and names._check_at == FIRST_CHECK + CHECK_EVERY
+    dist.destroy_process_group(group)

@@ -13,7 +13,7 @@ from kolo.torch.backend._issue import issue
 
 def broadcast(group, tensors, opts):
     root = group.job_rank(opts.rootRank, "broadcast")
-    named = group.names.take(len(tensors))
+    named = group.names.take(len(tensors), tensors[0])
     handles = [broadcast_async_(t, root, name=name, process_set=group.process_set) for t, name in zip(tensors, named)]
     return named.hold(issue(handles[0] if len(handles) == 1 else _group_handle(handles), lambda _: tensors, tensors[0],
                             opts))
@@ -31,13 +31,13 @@ def _gather_handle(group, output, input, collective, name):
 
 
 def all_gather_single(group, output, input, opts):
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, input)
     return named.hold(issue(_gather_handle(group, output, input, "all_gather_into_tensor", name), lambda _: [output],
                             output, opts))
 
 
 def all_gather_single_coalesced(group, outputs, inputs, opts):
-    named = group.names.take(len(outputs))
+    named = group.names.take(len(outputs), inputs[0])
     handles = [_gather_handle(group, o, i, "all_gather_into_tensor_coalesced", name)
                for o, i, name in zip(outputs, inputs, named)]
     return named.hold(issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts))
@@ -62,7 +62,7 @@ def _gather_into_list(group, outputs, input, collective, name):
 
 def _gather_each(group, per_input, inputs, collective, opts, result):
     """Each input gathered into its list of outputs (per_input[i]: input i's, one per rank)."""
-    named = group.names.take(len(inputs))
+    named = group.names.take(len(inputs), inputs[0])
     parts = [_gather_into_list(group, outs, i, collective, name) for outs, i, name in zip(per_input, inputs, named)]
 
     def copy_out(_):
@@ -76,7 +76,7 @@ def allgather(group, output_lists, inputs, opts):
     # output_lists[i]: input i's outputs, one per rank.
     if len(inputs) != 1:
         return _gather_each(group, output_lists, inputs, "all_gather", opts, output_lists)
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, inputs[0])
     handle, copy_out = _gather_into_list(group, output_lists[0], inputs[0], "all_gather", name)
     return named.hold(issue(handle, lambda _: copy_out(), inputs[0], opts))
 
@@ -95,14 +95,14 @@ def allgather_coalesced(group, output_lists, inputs, opts):
 def gather(group, output_lists, inputs, opts):
     root = opts.rootRank
     outputs = output_lists[0] if group.rank() == root else [torch.empty_like(inputs[0]) for _ in range(group.size())]
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, inputs[0])
     handle, copy_out = _gather_into_list(group, outputs, inputs[0], "gather", name)
     return named.hold(issue(handle, lambda _: copy_out() if group.rank() == root else [], inputs[0], opts))
 
 
 def gather_single(group, output, input, opts):
     target = output if group.rank() == opts.rootRank else input.new_empty((group.size() * input.numel(),))
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, input)
     return named.hold(issue(_gather_handle(group, target, input.contiguous(), "gather_into_tensor", name),
                             lambda _: [output], input, opts))
 
@@ -116,7 +116,7 @@ def scatter(group, outputs, input_lists, opts):
         whole = torch.cat([t.reshape(-1) for t in input_lists[0]])
     else:
         whole = output.new_empty((group.size() * output.numel(),))
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, output)
     handle = broadcast_async_(whole, root, name=name, process_set=group.process_set)
     mine = group.rank()
 

@@ -8,15 +8,35 @@ rank whose tensor differs in shape or dtype still submits the same name, and the
 naming the difference (a name made from the shape would differ, and the ranks would wait for each other).
 
 Names recur every SLOTS ops, so a loop that issues the same ops each step (DDP's buckets, FSDP's gathers and
-reductions, a metric) finds them cached once its period divides SLOTS; any other sequence is negotiated in full,
-as an unnamed op is. A slot's name is free again only once its last op has ended on this rank: taking it waits.
+reductions, a metric) finds them cached once its period divides SLOTS. Any other period (9 DDP buckets, say) is
+found: every rank notes the shapes of the ops before a check (at op FIRST_CHECK, then every CHECK_EVERY ops), finds
+their period, and the ranks compare theirs with a small allreduce at that same op; where they all found the same
+one, the names from that op on recur every multiple of it that fits in SLOTS. A rank whose ops differ finds
+another period or none, and nothing changes. A slot's name is free again only once its last op has ended on this
+rank: taking it waits.
 """
 import threading
 
+import torch
+
+from kolo.torch._allreduce import allreduce_
+from kolo.torch._reduce_ops import Max
 
 # Divisible by every period of 1 to 7 ops (and 10, 12, 14, 15, 20, 21, 28, 30, 35...), within kolo's response cache
 # (KOLO_CACHE_CAPACITY, 1024 by default) with room for a second group and the script's own names.
 SLOTS = 420
+LONGEST_PERIOD = 64
+WINDOW = 3 * LONGEST_PERIOD  # the ops noted before a check: three rounds of the longest period
+FIRST_CHECK, CHECK_EVERY = 512, 4096
+
+
+def period(signatures):
+    """The shortest period of the sequence (at most LONGEST_PERIOD, at least twice over), or 0."""
+    n = len(signatures)
+    for p in range(1, min(LONGEST_PERIOD, n // 2) + 1):
+        if all(signatures[i] == signatures[i - p] for i in range(p, n)):
+            return p
+    return 0
 
 
 class OpNames:
@@ -26,6 +46,11 @@ class OpNames:
         self._next = 0
         self._held = [None] * SLOTS
         self._values = None
+        self._slots = SLOTS  # the names recur every this many ops
+        self._ops = 0  # the group's ops so far: the same count on every rank
+        self._check_at = FIRST_CHECK
+        self._noting_from = FIRST_CHECK - WINDOW  # the ops after this one are noted for the check
+        self._noted = []  # their signatures
 
     def _names(self):
         # torch names its groups alike on every rank ("0" the default group's) once it has made them, before
@@ -34,15 +59,40 @@ class OpNames:
         prefix = "torch group %s%s slot " % (self._group.group_name, " (kolo set %d)" % set_id if set_id else "")
         return [prefix + str(s) for s in range(SLOTS)]
 
-    def take(self, count=1):
-        """The names of the group's next `count` ops; waits for an op still in flight under any of them."""
+    def _note(self, count, sample):
+        """Notes an op within a check's window (with the lock held), and at the check compares periods: the check
+        is the group's next op."""
+        self._noted.append((count, sample.dtype, tuple(sample.shape)) if sample is not None else (count,))
+        if self._ops == self._check_at:
+            self._compare_periods()
+
+    def _compare_periods(self):
+        """At the same op on every rank: the names recur with the period all found, if they found the same."""
+        mine = period(self._noted)
+        seen = torch.tensor([mine, -mine], dtype=torch.int64)
+        allreduce_(seen, op=Max, name=self._values[0].replace(" slot 0", " period"),
+                   process_set=self._group.process_set)
+        agreed = mine if seen[0].item() == -seen[1].item() == mine else 0
+        slots = SLOTS if agreed == 0 or SLOTS % agreed == 0 else agreed * (SLOTS // agreed)
+        self._noted = []
+        self._check_at += CHECK_EVERY
+        self._noting_from = self._check_at - WINDOW
+        if slots != self._slots:
+            self._slots, self._next = slots, 0
+
+    def take(self, count=1, sample=None):
+        """The names of the group's next `count` ops (`sample`: a tensor of the op's, for its signature); waits for
+        an op still in flight under any of them."""
         self._group.check_world()
         with self._lock:
             if self._values is None:
                 self._values = self._names()
-            first = self._next
-            self._next = (first + count) % SLOTS
-            slots = [(first + i) % SLOTS for i in range(count)]
+            self._ops += 1
+            if self._ops > self._noting_from:
+                self._note(count, sample)
+            first, slots_now = self._next, self._slots
+            self._next = (first + count) % slots_now
+            slots = [(first + i) % slots_now for i in range(count)]
             held = self._held
             waits = [held[s] for s in slots if held[s] is not None]
             for s in slots:
@@ -51,15 +101,18 @@ class OpNames:
             work._complete()  # its result, or its error, stays for whoever waits on it
         return Named(self, slots, [self._values[s] for s in slots])
 
-    def take_one(self):
-        """The name of the group's next op, which the caller runs to its end at once (a blocking call): nothing to
-        hold. take(1)'s path without its lists: a small blocking op's Python is most of its time."""
+    def take_one(self, sample):
+        """The name of the group's next op, on `sample`, which the caller runs to its end at once (a blocking call):
+        nothing to hold. take(1)'s path without its lists: a small blocking op's Python is most of its time."""
         self._group.check_world()
         with self._lock:
             if self._values is None:
                 self._values = self._names()
+            self._ops += 1
+            if self._ops > self._noting_from:
+                self._note(1, sample)
             slot = self._next
-            self._next = (slot + 1) % SLOTS
+            self._next = (slot + 1) % self._slots
             waiting, self._held[slot] = self._held[slot], None
         if waiting is not None:
             waiting._complete()

@@ -25,9 +25,9 @@ def allreduce(group, tensors, opts):
         if blocking(opts) and not t.is_cuda:
             # kolo's own blocking call: one call into the engine, no handle (a metric's or a loss's path), and no
             # Work where torch takes none (_issue.finished).
-            allreduce_(t, op=op, name=group.names.take_one(), process_set=group.process_set)
+            allreduce_(t, op=op, name=group.names.take_one(t), process_set=group.process_set)
             return finished(tensors)
-        name, = named = group.names.take()
+        name, = named = group.names.take(1, t)
         return named.hold(issue(allreduce_async_(t, op=op, name=name, process_set=group.process_set),
                                 lambda _: tensors, t, opts))
     return allreduce_coalesced(group, tensors, opts)
@@ -45,7 +45,7 @@ def _sparse_allreduce(group, t, op, opts):
 
 def allreduce_coalesced(group, tensors, opts):
     op = _op(opts, "all_reduce_coalesced")
-    named = group.names.take(len(tensors))
+    named = group.names.take(len(tensors), tensors[0])
     handles = [allreduce_async_(t, op=op, name=name, process_set=group.process_set) for t, name in zip(tensors, named)]
     return named.hold(issue(_group_handle(handles), lambda _: tensors, tensors[0], opts))
 
@@ -56,7 +56,7 @@ def reduce(group, tensors, opts):
     t = tensors[0]
     root = group.job_rank(opts.rootRank, "reduce")
     target = t if _C.rank() == root else t.clone()
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, t)
     return named.hold(issue(allreduce_async_(target, op=op, name=name, process_set=group.process_set),
                             lambda _: tensors, t, opts))
 
@@ -72,7 +72,7 @@ def _reduce_scatter_handle(group, output, input, op, collective, name):
 
 
 def reduce_scatter_single(group, output, input, opts, collective="reduce_scatter_tensor"):
-    name, = named = group.names.take()
+    name, = named = group.names.take(1, input)
     handle = _reduce_scatter_handle(group, output, input, _op(opts, collective), collective, name)
     return named.hold(issue(handle, lambda _: [output], output, opts))
 
@@ -88,6 +88,6 @@ def reduce_scatter(group, outputs, input_lists, opts):
 def reduce_scatter_coalesced(group, outputs, inputs, opts):
     collective = "reduce_scatter_tensor_coalesced"
     op = _op(opts, collective)
-    named = group.names.take(len(outputs))
+    named = group.names.take(len(outputs), inputs[0])
     handles = [_reduce_scatter_handle(group, o, i, op, collective, name) for o, i, name in zip(outputs, inputs, named)]
     return named.hold(issue(_group_handle(handles), lambda _: list(outputs), outputs[0], opts))
