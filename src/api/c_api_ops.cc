@@ -36,19 +36,14 @@ void fill_view(const kolo_tensor* t, kolo::TensorView* v) {
   v->stream = t->stream;
 }
 
-kolo::TensorView to_view(const kolo_tensor* t) {
-  kolo::TensorView v;
-  fill_view(t, &v);
-  return v;
-}
 
-std::string name_of(const kolo_op_options& o) { return o.name == nullptr ? std::string() : std::string(o.name); }
-
-// A blocking call's name and views, in memory its thread keeps: a small op (a loss, a metric) allocates
+// A call's name and views, in memory its thread keeps: a small blocking op (a loss, a metric) allocates
 // none. A call made inside another's callback gets its own.
-struct BlockingArgs {
+struct CallArgs {
   std::string name;
   kolo::TensorView input, output;
+  bool in_place = false;  // one tensor given as both: one view, checked once
+  const kolo::TensorView& out() const { return in_place ? input : output; }
 };
 
 class ThisThreadsArgs {
@@ -59,16 +54,16 @@ class ThisThreadsArgs {
   }
   ThisThreadsArgs(const ThisThreadsArgs&) = delete;
   ThisThreadsArgs& operator=(const ThisThreadsArgs&) = delete;
-  BlockingArgs& operator*() const { return *args_; }
+  CallArgs& operator*() const { return *args_; }
 
  private:
-  static thread_local BlockingArgs kept_;
+  static thread_local CallArgs kept_;
   static thread_local bool busy_;
-  BlockingArgs nested_;
-  BlockingArgs* args_;
+  CallArgs nested_;
+  CallArgs* args_;
   bool owner_;
 };
-thread_local BlockingArgs ThisThreadsArgs::kept_;
+thread_local CallArgs ThisThreadsArgs::kept_;
 thread_local bool ThisThreadsArgs::busy_ = false;
 
 kolo::DoneCallback to_callback(const kolo_op_options& o) {
@@ -144,12 +139,14 @@ kolo::Status read_options(const char* fn, const kolo_op_options* in, kolo_op_opt
 
 // Called before run() returns: a reference, not a std::function (which would allocate for a lambda
 // capturing more than two pointers, once per op).
-using Start = kolo::FunctionRef<kolo::Handle(const kolo_op_options&, kolo::Submission*)>;
+using Start = kolo::FunctionRef<kolo::Handle(const kolo_op_options&, const CallArgs&, kolo::Submission*)>;
 
-// One op through the C ABI: its options read, then `start` (an op's start, start_op.h) enqueues it or is
-// refused at once. Blocking: the caller drives the op's cycles (`drive`; join's wait only waits) and
-// the op's output goes to options->output.
-int32_t run(const char* fn, const kolo_op_options* given, kolo_handle* handle, bool drive, Start start) {
+// One op through the C ABI: its options, name and tensors read, then `start` (an op's start, start_op.h)
+// enqueues it or is refused at once. Blocking: the caller drives the op's cycles (`drive`; join's wait only
+// waits), a small allreduce may run to its end inside its start (Engine::express), and the op's output goes to
+// options->output.
+int32_t run(const char* fn, const kolo_op_options* given, const kolo_tensor* input, const kolo_tensor* output,
+            kolo_handle* handle, bool drive, Start start) {
   if (handle != nullptr) *handle = 0;
   kolo_op_options o;
   kolo::Status s = read_options(fn, given, &o);
@@ -158,9 +155,15 @@ int32_t run(const char* fn, const kolo_op_options* given, kolo_handle* handle, b
     s = kolo::Status::InvalidArgument(std::string(fn) + ": handle is NULL (an op not blocking gives its handle there)");
   }
   if (!s.ok()) return kolo_c::report(s);
+  const ThisThreadsArgs scope;
+  CallArgs& a = *scope;
+  a.name.assign(o.name == nullptr ? "" : o.name);
+  fill_view(input, &a.input);
+  a.in_place = output == input;
+  if (!a.in_place) fill_view(output, &a.output);
   kolo::Handle h;
   kolo::Output out;
-  s = kolo::start_op([&](kolo::Submission* how) { return start(o, how); }, block && drive, &h, &out);
+  s = kolo::start_op([&](kolo::Submission* how) { return start(o, a, how); }, block && drive, &h, &out);
   if (!block) {
     if (s.ok()) *handle = h.id();
     return kolo_c::report(s);
@@ -184,61 +187,50 @@ void kolo_op_options_init(kolo_op_options* options) {
 
 int32_t kolo_allreduce(const kolo_tensor* input, const kolo_tensor* output, const kolo_op_options* options,
                        kolo_handle* handle) {
-  if (options != nullptr && options->struct_size >= offsetof(kolo_op_options, blocking) + sizeof(options->blocking) &&
-      options->blocking != 0) {
-    // The C++ blocking call: a small op may go the express way (Engine::express).
-    if (handle != nullptr) *handle = 0;
-    kolo_op_options o;
-    kolo::Status s = read_options("kolo_allreduce", options, &o);
-    if (!s.ok()) return kolo_c::report(s);
-    const ThisThreadsArgs scope;
-    BlockingArgs& a = *scope;
-    a.name.assign(o.name == nullptr ? "" : o.name);
-    fill_view(input, &a.input);
-    if (output != input) fill_view(output, &a.output);
-    // In place (one tensor given twice): one view, checked once.
-    s = kolo::allreduce(a.name, a.input, output == input ? a.input : a.output, reduce_options(o, true));
-    return kolo_c::hand_over(s, kolo::Output(), o.output);
-  }
-  return run("kolo_allreduce", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
-    return kolo::start_allreduce(name_of(o), to_view(input), to_view(output), reduce_options(o, true), how);
-  });
+  return run("kolo_allreduce", options, input, output, handle, true,
+             [](const kolo_op_options& o, const CallArgs& a, kolo::Submission* how) {
+               return kolo::start_allreduce(a.name, a.input, a.out(), reduce_options(o, true), how);
+             });
 }
 
 int32_t kolo_allgather(const kolo_tensor* input, const kolo_op_options* options, kolo_handle* handle) {
-  return run("kolo_allgather", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
-    return kolo::start_allgather(name_of(o), to_view(input), sized_options(o), how);
-  });
+  return run("kolo_allgather", options, input, nullptr, handle, true,
+             [](const kolo_op_options& o, const CallArgs& a, kolo::Submission* how) {
+               return kolo::start_allgather(a.name, a.input, sized_options(o), how);
+             });
 }
 
 int32_t kolo_broadcast(const kolo_tensor* input, const kolo_tensor* output, const kolo_op_options* options,
                        kolo_handle* handle) {
-  return run("kolo_broadcast", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
-    kolo::BroadcastOptions b;
-    b.on_done = to_callback(o);
-    b.process_set = o.process_set;
-    return kolo::start_broadcast(name_of(o), to_view(input), to_view(output), o.root_rank, b, how);
-  });
+  return run("kolo_broadcast", options, input, output, handle, true,
+             [](const kolo_op_options& o, const CallArgs& a, kolo::Submission* how) {
+               kolo::BroadcastOptions b;
+               b.on_done = to_callback(o);
+               b.process_set = o.process_set;
+               return kolo::start_broadcast(a.name, a.input, a.out(), o.root_rank, b, how);
+             });
 }
 
 int32_t kolo_alltoall(const kolo_tensor* input, const kolo_op_options* options, kolo_handle* handle) {
-  return run("kolo_alltoall", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
-    std::vector<int64_t> splits;
-    if (o.splits != nullptr && o.num_splits > 0) splits.assign(o.splits, o.splits + o.num_splits);
-    return kolo::start_alltoall(name_of(o), to_view(input), splits, sized_options(o), how);
-  });
+  return run("kolo_alltoall", options, input, nullptr, handle, true,
+             [](const kolo_op_options& o, const CallArgs& a, kolo::Submission* how) {
+               std::vector<int64_t> splits;
+               if (o.splits != nullptr && o.num_splits > 0) splits.assign(o.splits, o.splits + o.num_splits);
+               return kolo::start_alltoall(a.name, a.input, splits, sized_options(o), how);
+             });
 }
 
 int32_t kolo_reducescatter(const kolo_tensor* input, const kolo_tensor* output, const kolo_op_options* options,
                            kolo_handle* handle) {
-  return run("kolo_reducescatter", options, handle, true, [&](const kolo_op_options& o, kolo::Submission* how) {
-    return kolo::start_reducescatter(name_of(o), to_view(input), to_view(output), reduce_options(o, false), how);
-  });
+  return run("kolo_reducescatter", options, input, output, handle, true,
+             [](const kolo_op_options& o, const CallArgs& a, kolo::Submission* how) {
+               return kolo::start_reducescatter(a.name, a.input, a.out(), reduce_options(o, false), how);
+             });
 }
 
 int32_t kolo_barrier(const kolo_op_options* options, kolo_handle* handle) {
-  return run("kolo_barrier", options, handle, true,
-             [](const kolo_op_options& o, kolo::Submission* how) {
+  return run("kolo_barrier", options, nullptr, nullptr, handle, true,
+             [](const kolo_op_options& o, const CallArgs&, kolo::Submission* how) {
                return kolo::start_barrier(o.process_set, to_callback(o), how);
              });
 }
@@ -250,8 +242,10 @@ int32_t kolo_join(const kolo_op_options* options, kolo_handle* handle) {
     return kolo_c::report(kolo::Status::InvalidArgument("kolo_join: a join is among every rank: process_set must be 0, not " +
                                                         std::to_string(o.process_set)));
   }
-  return run("kolo_join", options, handle, false,
-             [](const kolo_op_options& o, kolo::Submission* how) { return kolo::start_join(to_callback(o), how); });
+  return run("kolo_join", options, nullptr, nullptr, handle, false,
+             [](const kolo_op_options& o, const CallArgs&, kolo::Submission* how) {
+               return kolo::start_join(to_callback(o), how);
+             });
 }
 
 }  // extern "C"

@@ -1,5 +1,5 @@
 // The C++ API: lifecycle, queries, and each op's call, started through start_op.h (a default Submission for
-// the *_async calls, start_op's blocking path for the blocking ones).
+// the *_async calls, start_op's blocking path for the blocking ones, a small allreduce's express way among it).
 #include "kolo/kolo.h"
 
 #include <memory>
@@ -120,7 +120,7 @@ std::optional<Status> poll(Handle handle) { return Runtime::instance().handles()
 
 Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
                  const AllreduceOptions& options) {
-  return blocking_allreduce(name, input, output, options);
+  return start_blocking([&](Submission* how) { return start_allreduce(name, input, output, options, how); }, nullptr);
 }
 
 Status allgather(const std::string& name, const TensorView& input, Output* output, const SizedOutputOptions& options) {

@@ -97,6 +97,22 @@ Handle start_allreduce(const std::string& name, const TensorView& input, const T
   Status s = begin(name, OpKind::kAllreduce, o.process_set, &call);
   if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
   if (!s.ok()) return rejected(s, how);
+  if (how->blocking && input.device.type == DeviceType::kCPU) {
+    // A small one may run in the cycle it rides on, with no entry or handle unless that cycle leaves it in flight.
+    describe(call, input, &call.request);
+    describe_reduction(o, &call.request);
+    int64_t handle = 0;
+    switch (call.engine->express(call.request, input, output, o.on_done, &how->status, &handle)) {
+      case Engine::Express::kDone:
+        how->finished = true;
+        return Handle();
+      case Engine::Express::kQueued:
+        how->driven = call.engine;  // in flight as if submitted quietly: the caller drives it and waits
+        return Handle(handle);
+      case Engine::Express::kNotTaken:
+        break;
+    }
+  }
   return submit_reduction(call, input, output, o, how);
 }
 
@@ -189,6 +205,7 @@ Status start_op(FunctionRef<Handle(Submission*)> start, bool blocking, Handle* h
   how.blocking = blocking;
   how.tell_refusal = true;
   const Handle h = start(&how);
+  if (how.finished) return how.status;
   if (how.driven) how.driven->drive(h.id());
   if (!how.refusal.ok()) return how.refusal;
   if (!blocking) {
@@ -201,32 +218,6 @@ Status start_op(FunctionRef<Handle(Submission*)> start, bool blocking, Handle* h
 Status start_blocking(FunctionRef<Handle(Submission*)> start, Output* output) {
   Handle unused;
   return start_op(start, true, &unused, output);
-}
-
-Status blocking_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-                          const AllreduceOptions& o) {
-  if (input.device.type != DeviceType::kCPU) {
-    return start_blocking([&](Submission* how) { return start_allreduce(name, input, output, o, how); }, nullptr);
-  }
-  const CallScope scope;
-  Call& call = *scope;
-  Status s = begin(name, OpKind::kAllreduce, o.process_set, &call);
-  if (s.ok()) s = validate_allreduce(call.site, input, output, o.op, o.prescale_factor, o.postscale_factor, o.compression);
-  if (!s.ok()) return s;  // as a blocking call's refusal: no handle, no callback
-  describe(call, input, &call.request);
-  describe_reduction(o, &call.request);
-  int64_t handle = 0;
-  switch (call.engine->express(call.request, input, output, o.on_done, &s, &handle)) {
-    case Engine::Express::kDone:
-      return s;
-    case Engine::Express::kQueued:
-      call.engine->drive(handle);
-      return Runtime::instance().handles().wait(handle, -1, nullptr);
-    case Engine::Express::kNotTaken:
-      break;
-  }
-  // The call begun and checked above, submitted as every blocking call's (an unnamed one counted once).
-  return start_blocking([&](Submission* how) { return submit_reduction(call, input, output, o, how); }, nullptr);
 }
 
 }  // namespace kolo

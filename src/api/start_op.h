@@ -26,6 +26,10 @@ struct Submission {
   // Out.
   Status refusal;
   std::shared_ptr<Engine> driven;  // blocking: the engine that must be driven for the op, refused or not
+  // Blocking: the op ran to its end inside its start, with `status`, and made no handle (a small CPU allreduce
+  // that took the express way, Engine::express: one policy of who runs the op's cycle).
+  bool finished = false;
+  Status status;
 };
 
 // Each op's start; the public *_async calls are these with a default Submission.
@@ -42,18 +46,14 @@ Handle start_reducescatter(const std::string& name, const TensorView& input, con
 Handle start_barrier(int process_set, const DoneCallback& on_done, Submission* how);
 Handle start_join(const DoneCallback& on_done, Submission* how);
 
-// Runs `start` (one of the above, for one op). Refused at once (a bad argument, kolo not initialized,
-// an unknown set, a name in flight): returns why, nothing enqueued and no handle made. Else, not
-// blocking: OK and *handle; blocking: the caller drives its op's cycles (KOLO_CALLER_DRIVES) and waits,
-// returning the op's status and *output (may be null).
+// Runs `start` (one of the above, for one op): the one path of every op, the C++ API's and the C ABI's.
+// Refused at once (a bad argument, kolo not initialized, an unknown set, a name in flight): returns why,
+// nothing enqueued and no handle made. Else, not blocking: OK and *handle; blocking: the op's status and
+// *output (may be null), the op run to its end by the caller: inside its start (Submission::finished), or
+// by driving its cycles (KOLO_CALLER_DRIVES) and waiting.
 Status start_op(FunctionRef<Handle(Submission*)> start, bool blocking, Handle* handle, Output* output);
 
 // start_op's blocking path, for the C++ API's blocking calls.
 Status start_blocking(FunctionRef<Handle(Submission*)> start, Output* output);
-
-// The blocking allreduce: a small one of a CPU tensor through Engine::express where it takes it, else
-// start_op's blocking path.
-Status blocking_allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-                          const AllreduceOptions& options);
 
 }  // namespace kolo
