@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 import kolo.torch as kolo
 from kolo.torch.backend._names import FIRST_CHECK, SLOTS
+from kolo.torch.backend._process_group import kolo_group_of
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--elements", type=int, default=256, help="float32s of the first tensor; the i-th has i times")
@@ -30,7 +31,7 @@ PERIOD = 9
 
 def kolo_group():
     group = dist.new_group(backend="kolo")
-    return group, (group if hasattr(group, "names") else group._get_backend(torch.device("cpu")))
+    return group, kolo_group_of(group)
 
 
 by_period, by_period_kolo = kolo_group()

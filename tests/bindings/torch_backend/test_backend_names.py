@@ -8,6 +8,7 @@ import torch.distributed as dist
 
 from kolo.torch import KoloError
 from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK, LONGEST_PERIOD, SLOTS, period
+from kolo.torch.backend._process_group import kolo_group_of
 
 
 def test_more_ops_in_flight_than_there_are_names_give_exact_results(rank, size):
@@ -72,11 +73,6 @@ def test_a_dtype_that_changes_on_one_rank_at_a_cached_place_fails_on_every_rank(
     assert t.tolist() == [float(size)] * 4
 
 
-def kolo_group(group):
-    """The kolo group behind torch's (torch 2.13 and later hand back kolo's own)."""
-    return group if hasattr(group, "names") else group._get_backend(torch.device("cpu"))
-
-
 def test_a_period_is_the_shortest_that_repeats_at_least_twice():
     assert period(["a", "b", "c"] * 5) == 3
     assert period(["a"] * 10) == 1
@@ -90,7 +86,7 @@ def test_a_loop_whose_period_does_not_divide_the_slots_is_named_by_its_period(ra
     # 9 ops a step (9 DDP buckets, say): at the first check every rank finds 9, and the names recur every 414 ops
     # from then on; each step's values are still its own.
     group = dist.new_group(backend="kolo")
-    names = kolo_group(group).names
+    names = kolo_group_of(group).names
     shapes = [(i + 1,) for i in range(9)]
     steps = FIRST_CHECK // 9 + 2 * SLOTS // 9
     for step in range(steps):
@@ -107,7 +103,7 @@ def test_a_loop_whose_period_does_not_divide_the_slots_is_named_by_its_period(ra
 
 def test_ops_without_a_period_keep_the_slots(rank, size):
     group = dist.new_group(backend="kolo")
-    names = kolo_group(group).names
+    names = kolo_group_of(group).names
     for i in range(FIRST_CHECK + 1):
         t = torch.full((i % 97 + 1,), 1.0)  # a period of 97: longer than looked for
         dist.all_reduce(t, group=group)

@@ -46,6 +46,7 @@ class OpNames:
         self._next = 0
         self._held = [None] * SLOTS
         self._values = None
+        self._period_name = None  # the name of the checks' allreduce
         self._slots = SLOTS  # the names recur every this many ops
         self._ops = 0  # the group's ops so far: the same count on every rank
         self._check_at = FIRST_CHECK
@@ -56,13 +57,14 @@ class OpNames:
         # torch names its groups alike on every rank ("0" the default group's) once it has made them, before
         # their first op; an error names the op as "torch group 0 slot 17".
         set_id = self._group.process_set.process_set_id
-        prefix = "torch group %s%s slot " % (self._group.group_name, " (kolo set %d)" % set_id if set_id else "")
-        return [prefix + str(s) for s in range(SLOTS)]
+        group = "torch group %s%s" % (self._group.group_name, " (kolo set %d)" % set_id if set_id else "")
+        self._period_name = group + " period"
+        return ["%s slot %d" % (group, s) for s in range(SLOTS)]
 
     def _note(self, count, sample):
         """Notes an op within a check's window (with the lock held), and at the check compares periods: the check
         is the group's next op."""
-        self._noted.append((count, sample.dtype, tuple(sample.shape)) if sample is not None else (count,))
+        self._noted.append((count, sample.dtype, tuple(sample.shape)))
         if self._ops == self._check_at:
             self._compare_periods()
 
@@ -70,8 +72,7 @@ class OpNames:
         """At the same op on every rank: the names recur with the period all found, if they found the same."""
         mine = period(self._noted)
         seen = torch.tensor([mine, -mine], dtype=torch.int64)
-        allreduce_(seen, op=Max, name=self._values[0].replace(" slot 0", " period"),
-                   process_set=self._group.process_set)
+        allreduce_(seen, op=Max, name=self._period_name, process_set=self._group.process_set)
         agreed = mine if seen[0].item() == -seen[1].item() == mine else 0
         slots = SLOTS if agreed == 0 or SLOTS % agreed == 0 else agreed * (SLOTS // agreed)
         self._noted = []
@@ -80,7 +81,7 @@ class OpNames:
         if slots != self._slots:
             self._slots, self._next = slots, 0
 
-    def take(self, count=1, sample=None):
+    def take(self, count, sample):
         """The names of the group's next `count` ops (`sample`: a tensor of the op's, for its signature); waits for
         an op still in flight under any of them."""
         self._group.check_world()
