@@ -36,7 +36,6 @@ void fill_view(const kolo_tensor* t, kolo::TensorView* v) {
   v->stream = t->stream;
 }
 
-
 // A call's name and views, in memory its thread keeps: a small blocking op (a loss, a metric) allocates
 // none. A call made inside another's callback gets its own.
 struct CallArgs {
