@@ -3,7 +3,6 @@
 A Python ProcessGroup (torch calls it from Python, and DDP's reducer from C++ through torch's trampoline), with
 nothing compiled against torch: it survives torch's releases as kolo.torch does.
 """
-import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
@@ -174,11 +173,6 @@ class KoloProcessGroup(dist.ProcessGroup):
 
     def recv_anysource(self, tensors, tag=0):
         raise _no_point_to_point("recv")
-
-
-def kolo_group_of(group):
-    """The KoloProcessGroup of a torch group on the kolo backend (torch 2.13 and later hand back kolo's own)."""
-    return group if isinstance(group, KoloProcessGroup) else group._get_backend(torch.device("cpu"))
 
 
 def _no_point_to_point(what):
