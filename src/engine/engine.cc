@@ -9,7 +9,6 @@
 #include "common/logging.h"
 #include "common/ranks.h"
 #include "common/this_thread.h"
-#include "engine/in_cycle.h"
 #include "engine/rider.h"
 
 namespace kolo {
@@ -31,7 +30,7 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
   // A driving caller ends the work it launched itself (wait_for_launched_work): waking this thread too
   // would take a core from it. Work it leaves running makes drive() wake this thread as it returns.
   work_signal_->listen([this] {
-    if (drivers_ == 0) queue_.device_done();
+    if (!turns_.claimed()) queue_.device_done();
   });
   // A small async op not waited for is taken up within the cycle time, as Horovod takes up every op;
   // with a cycle time under 0.1 ms, at once (napping that often would cost more than the wakes it spares).
@@ -75,7 +74,7 @@ void Engine::prepare_thread() {
 
 Status Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
   const bool quiet = caller_drives && config_.caller_drives;
-  if (quiet) ++drivers_;  // until its drive() ends, the engine thread leaves cycles to it
+  if (quiet) turns_.claim();  // its drive() ends the turn
   TensorQueue::Announce announce = quiet ? TensorQueue::Announce::kQuiet : TensorQueue::Announce::kWake;
   if (!quiet && waited_soon(*entry)) announce = TensorQueue::Announce::kSoon;
   Status s = queue_.push(std::move(entry), announce);
@@ -173,7 +172,7 @@ void Engine::switch_timeline() {
 }
 
 bool Engine::run_cycle(bool* idle, bool on_caller) {
-  const InCycle in_cycle;
+  const CycleTurns::Cycle in_cycle;
   if (handed_) {
     const std::unique_ptr<Handed> handed = std::move(handed_);
     executor_.run(handed->responses, handed->agreed_at, handed->joined);
@@ -184,7 +183,7 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   // A caller that submitted after the engine thread's check in loop() drives its op: the cycle is its
   // (checked again here, under the cycle lock, sparing this cycle's work; take_new_unless_driven below
   // closes the window after this check).
-  if (!on_caller && drivers_ > 0) {
+  if (!on_caller && turns_.claimed()) {
     *idle = false;
     return true;
   }
@@ -195,7 +194,8 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
   apply_tuning();
   CycleResult& result = cycle_result_;
   // A caller that pushed its op after the check above drives it: its cycle takes the op up, not this one.
-  const size_t submitted = on_caller ? queue_.take_new(&submitted_) : queue_.take_new_unless_driven(&submitted_, drivers_);
+  const size_t submitted =
+      on_caller ? queue_.take_new(&submitted_) : queue_.take_new_unless_driven(&submitted_, turns_.callers());
   if (submitted == TensorQueue::kLeftToCaller) {
     *idle = false;
     return true;
@@ -284,13 +284,12 @@ bool Engine::awaits(int64_t handle) {
 }
 
 void Engine::drive_waited(int64_t handle, bool until_launched) {
-  if (!config_.caller_drives || t_in_cycle) return;  // (a callback inside a cycle waits the usual way)
-  // From now the engine thread leaves cycles to this caller, as after a quiet submit. Where its cycle
-  // has taken the op up already, the op is left to it: the caller waiting on its cycle and then beside
-  // it on the work measured slower than the engine thread alone.
-  ++drivers_;
+  if (!config_.caller_drives || CycleTurns::in_cycle()) return;  // (a callback inside a cycle waits the usual way)
+  // A turn, as after a quiet submit. Where kolo's thread has taken the op up already, the op is left to it:
+  // the caller waiting on that cycle and then beside it on the work measured slower than the thread alone.
+  turns_.claim();
   if (!queue_.leave_new_to_caller()) {
-    --drivers_;
+    turns_.unclaim();
     return;
   }
   drive(handle, until_launched);
@@ -299,21 +298,23 @@ void Engine::drive_waited(int64_t handle, bool until_launched) {
 void Engine::drive(int64_t handle, bool until_launched) {
   if (!config_.caller_drives) return;  // submit() woke the engine thread
   bool left_work = false;
-  while (!t_in_cycle && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
+  while (!CycleTurns::in_cycle() && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
     {
       // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
       // soon as the peer runs its cycle, and took the op up if it began after the push.
-      std::unique_lock<std::mutex> lock(cycle_mu_);
+      std::unique_lock<std::mutex> lock(turns_.lock());
       left_work = handed_ != nullptr;
       if (ended_ || !awaits(handle) || left_work) break;
       // Device work runs: an earlier op's (this one is new, or was left to this caller), ended here if
       // it has ended unseen, else the engine thread's, which polls it between cycles.
       if (executor_.running() > 0) executor_.poll();
       if (executor_.running() > 0) break;
-      driving_ = true;
       bool idle = false;
-      const bool going = run_cycle(&idle, true);
-      driving_ = false;
+      bool going = false;
+      {
+        const CycleTurns::CallerCycle caller(&turns_);
+        going = run_cycle(&idle, true);
+      }
       left_work = handed_ != nullptr;
       if (!going || left_work) break;
       if (executor_.running() == 0) continue;  // nothing launched: the next cycle, if the op needs one
@@ -327,19 +328,13 @@ void Engine::drive(int64_t handle, bool until_launched) {
 }
 
 void Engine::hand_back(bool left_work) {
-  // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is the
-  // engine thread's.
-  --drivers_;
-  // (Handed responses' entries are still in the queue.)
-  if (ended_ || left_work || stop_requested_ || executor_.running_any_thread() > 0) {
-    queue_.wake();
-  } else if (queue_.in_flight() > 0) {
-    // Only ops waiting on peers: a cycle at once would hold the cycle lock in a round that the peers join
-    // only with their next op, while this caller's next blocking op comes within microseconds and waits for
-    // it. A cycle after the cycle time, unless a caller drives by then.
-    resume_later_ = true;
-    queue_.wake();
-  }
+  // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is kolo's
+  // thread's. (Handed responses' entries are still in the queue.)
+  using Left = CycleTurns::Left;
+  const Left left = ended_ || left_work || stop_requested_ || executor_.running_any_thread() > 0 ? Left::kWork
+                    : queue_.in_flight() > 0                                                      ? Left::kPeersAwaited
+                                                                                                  : Left::kNothing;
+  if (turns_.end_turn(left)) queue_.wake();
 }
 
 void Engine::loop() {
@@ -353,11 +348,12 @@ void Engine::loop() {
   while (!ended_) {
     wait_between_cycles(wait);
     // A caller runs cycles for its op (drive) and wakes this thread for what it leaves.
-    if (drivers_ > 0) {
+    const CycleTurns::Next next = turns_.next_for_thread();
+    if (next == CycleTurns::Next::kCaller) {
       wait = std::max(wait, 1e-3);  // not a spin, whatever KOLO_CYCLE_TIME_MS
       continue;
     }
-    if (resume_later_.exchange(false)) {
+    if (next == CycleTurns::Next::kLater) {
       wait = cycle_seconds;
       continue;
     }
@@ -366,7 +362,7 @@ void Engine::loop() {
     bool launched = false;
     const uint64_t seen = work_signal_->fired();
     {
-      std::lock_guard<std::mutex> lock(cycle_mu_);
+      std::lock_guard<std::mutex> lock(turns_.lock());
       const size_t before = executor_.running();
       if (ended_ || !run_cycle(&idle)) break;
       launched = executor_.running() > before;
@@ -375,7 +371,7 @@ void Engine::loop() {
     if (!idle && queue_.in_flight() == 0) watch_for_next_op();
     wait = idle ? std::min(std::max(wait, 1e-4) * 2, std::max(cycle_seconds, kMaxIdleSeconds)) : cycle_seconds;
   }
-  std::lock_guard<std::mutex> cycle(cycle_mu_);  // a driving caller has left its cycle
+  std::lock_guard<std::mutex> cycle(turns_.lock());  // a driving caller has left its cycle
   if (timeline_) timeline_->close();
   std::lock_guard<std::mutex> lock(timeline_mu_);
   running_ = false;

@@ -17,6 +17,7 @@
 #include "comm/topology.h"
 #include "settings/config.h"
 #include "engine/controller.h"
+#include "engine/cycle_turns.h"
 #include "engine/executor.h"
 #include "engine/handle_table.h"
 #include "engine/tensor_queue.h"
@@ -64,7 +65,7 @@ class Engine : public OpDriver {
   Express express(const Request& request, const TensorView& input, const TensorView& output,
                   const DoneCallback& on_done, Status* status, int64_t* handle);
   // Whether a caller is inside a cycle.
-  bool driven() const { return driving_; }
+  bool driven() const { return turns_.caller_in_cycle(); }
   // Asks every rank's engine to stop at the next cycle and waits for this one to end (or to be
   // abandoned).
   void stop();
@@ -99,7 +100,7 @@ class Engine : public OpDriver {
   void loop();
   // Whether the op of `handle` is still in flight, for drive().
   bool awaits(int64_t handle);
-  // One negotiation cycle and what it agreed on, under cycle_mu_; false once the engine has ended
+  // One negotiation cycle and what it agreed on, under the turns' lock; false once the engine has ended
   // (a failed negotiation or a shutdown), its ops failed. `idle`: nothing agreed and nothing in flight.
   // `on_caller`: a driving caller's cycle, which hands what it agreed on to the engine thread (handed_);
   // a cycle on the engine thread first runs what was handed to it.
@@ -166,25 +167,21 @@ class Engine : public OpDriver {
   const std::shared_ptr<WorkSignal> work_signal_ = std::make_shared<WorkSignal>();
   TensorQueue queue_;
   Controller controller_;
-  CycleResult cycle_result_;  // the last cycle's, reused (under cycle_mu_)
+  CycleResult cycle_result_;  // the last cycle's, reused (under the turns' lock)
   std::vector<Request> submitted_;  // the cycle's new requests (TensorQueue::take_new), reused likewise
   Executor executor_;
-  std::unique_ptr<Autotuner> tuner_;  // KOLO_AUTOTUNE; under cycle_mu_
+  std::unique_ptr<Autotuner> tuner_;  // KOLO_AUTOTUNE; under the turns' lock
   std::thread thread_;
-  // Held for a cycle, by the engine thread or a driving caller: the controller, the executor and the
-  // queue's removals are one thread's at a time.
-  std::mutex cycle_mu_;
-  std::atomic<bool> driving_{false};
+  // Who runs the next cycle, and the lock a cycle holds.
+  CycleTurns turns_;
   // Responses a caller's cycle agreed on, for the engine thread to run before its next cycle (every
-  // rank runs them in the agreed order: no cycle comes between). Under cycle_mu_.
+  // rank runs them in the agreed order: no cycle comes between). Under the turns' lock.
   struct Handed {
     std::vector<Response> responses;
     double agreed_at = 0;
     bool joined = false;
   };
   std::unique_ptr<Handed> handed_;
-  std::atomic<int> drivers_{0};     // callers between a quiet submit and the end of their drive()
-  std::atomic<bool> resume_later_{false};  // a drive() left ops waiting on peers: a cycle after the cycle time
   std::atomic<bool> ended_{false};  // a cycle ended the engine (run_cycle false): its thread stops
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};

@@ -7,7 +7,6 @@
 #include "common/ranks.h"
 #include "cpu/kernels.h"
 #include "engine/engine.h"
-#include "engine/in_cycle.h"
 #include "engine/rider.h"
 
 namespace kolo {
@@ -15,28 +14,28 @@ namespace kolo {
 Engine::Express Engine::express(const Request& request, const TensorView& input, const TensorView& output,
                                 const DoneCallback& on_done, Status* status, int64_t* handle) {
   // Read without a lock first: most calls that cannot take it leave here.
-  if (!config_.caller_drives || t_in_cycle || ended_ || abandoned_ || stop_requested_ || stamps_submissions() ||
-      controller_.cache().capacity() == 0 || !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) ||
-      executor_.running_any_thread() > 0) {
+  if (!config_.caller_drives || CycleTurns::in_cycle() || ended_ || abandoned_ || stop_requested_ ||
+      stamps_submissions() || controller_.cache().capacity() == 0 ||
+      !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) || executor_.running_any_thread() > 0) {
     return Express::kNotTaken;
   }
   // Its name is in flight from here: a push of it is refused.
   if (!queue_.reserve(request.name)) return Express::kNotTaken;
-  ++drivers_;  // the engine thread leaves cycles to this caller meanwhile, as for a driven op
-  std::unique_lock<std::mutex> lock(cycle_mu_);
+  turns_.claim();
+  std::unique_lock<std::mutex> lock(turns_.lock());
   switch_timeline();
   if (ended_ || abandoned_ || handed_ != nullptr || executor_.running() > 0 || timeline_ != nullptr) {
     lock.unlock();
     queue_.unreserve();
-    --drivers_;
+    turns_.unclaim();
     if (queue_.in_flight() > 0) queue_.wake();  // ops other threads pushed meanwhile
     return Express::kNotTaken;
   }
   apply_tuning();
-  driving_ = true;
   bool rode = false;
   {
-    const InCycle in_cycle;
+    const CycleTurns::CallerCycle caller(&turns_);
+    const CycleTurns::Cycle in_cycle;
     // A process set's messages name job ranks and the set (the job's need no labels).
     std::optional<RankLabels> labels;
     if (topology_.process_set != 0) {
@@ -85,7 +84,6 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
     bool idle = false;
     conclude_cycle(s, &idle, true, rode);
   }
-  driving_ = false;
   if (!rode) return Express::kQueued;  // drive() hands back
   const bool left_work = handed_ != nullptr;
   lock.unlock();

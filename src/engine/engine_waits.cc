@@ -17,7 +17,7 @@ constexpr double kFirstNap = 10e-6, kLongestNap = 250e-6;
 }  // namespace
 
 std::optional<bool> Engine::try_poll_device_work() {
-  std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
+  std::unique_lock<std::mutex> lock(turns_.lock(), std::try_to_lock);
   if (!lock.owns_lock()) return std::nullopt;  // a caller's cycle polls meanwhile
   const size_t before = executor_.running();
   executor_.poll();
@@ -42,7 +42,7 @@ void Engine::wait_between_cycles(double seconds) {
   double nap = kFirstNap;
   while (steady_seconds() < until) {
     // A driving caller polls the work its cycles launched, and wakes this thread for what it leaves.
-    const bool device = executor_.running_any_thread() > 0 && drivers_ == 0;
+    const bool device = executor_.running_any_thread() > 0 && !turns_.claimed();
     if (queue_.wait_for_work(device ? device_wait(nap, until) : until - steady_seconds())) return;
     if (device) nap = poll_device_work(nap);
   }
@@ -74,7 +74,7 @@ void Engine::watch_for_next_op() {
   // yields meanwhile, so that the caller's thread runs where they share a core.
   constexpr double kWatchSeconds = 50e-6;
   const double until = steady_seconds() + kWatchSeconds;
-  while (queue_.in_flight() == 0 && drivers_ == 0 && !stop_requested_ && steady_seconds() < until) {
+  while (queue_.in_flight() == 0 && !turns_.claimed() && !stop_requested_ && steady_seconds() < until) {
     std::this_thread::yield();
   }
 }
@@ -111,7 +111,7 @@ bool Engine::wait_for_launched_work(int64_t handle) {
   while (!ended_ && !abandoned_ && !stop_requested_ && !handles_->poll(handle).has_value()) {
     bool polled = false;
     {
-      std::unique_lock<std::mutex> lock(cycle_mu_, std::try_to_lock);
+      std::unique_lock<std::mutex> lock(turns_.lock(), std::try_to_lock);
       if (lock.owns_lock()) {
         if (executor_.running() == 0) return true;  // ended (by the engine thread, or by the last poll)
         executor_.poll();
