@@ -7,7 +7,9 @@ import torch
 import torch.distributed as dist
 
 from kolo.torch import KoloError
-from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK, LONGEST_PERIOD, SLOTS, period
+import random
+
+from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK, FIRST_WINDOW, SLOTS, period
 
 
 def test_more_ops_in_flight_than_there_are_names_give_exact_results(rank, size):
@@ -73,12 +75,38 @@ def test_a_dtype_that_changes_on_one_rank_at_a_cached_place_fails_on_every_rank(
 
 
 def test_a_period_is_the_shortest_that_repeats_at_least_twice():
-    assert period(["a", "b", "c"] * 5) == 3
-    assert period(["a"] * 10) == 1
-    assert period(["a", "b", "a", "b", "a"]) == 2
-    assert period(["a", "b", "c"]) == 0
-    assert period(list(range(3 * LONGEST_PERIOD))) == 0
-    assert period(list(range(LONGEST_PERIOD + 1)) * 3) == 0  # longer than looked for
+    assert period(["a", "b", "c"] * 5, 64) == 3
+    assert period(["a"] * 10, 64) == 1
+    assert period(["a", "b", "a", "b", "a"], 64) == 2
+    assert period(["a", "b", "c"], 64) == 0
+    assert period([], 64) == period(["a"], 64) == 0
+    assert period(list(range(192)), 64) == 0
+    assert period(list(range(65)) * 3, 64) == 0  # longer than looked for
+    assert period(list(range(65)) * 3, 65) == 65
+    assert period(["x"] + ["a", "b"] * 5, 64) == 0  # a first op that is not the loop's: none
+
+
+def _shortest_by_trying_each(signatures, longest):
+    n = len(signatures)
+    for p in range(1, min(longest, n // 2) + 1):
+        if all(signatures[i] == signatures[i - p] for i in range(p, n)):
+            return p
+    return 0
+
+
+def test_a_period_found_in_one_pass_is_the_one_trying_each_finds():
+    draw = random.Random(54)
+    for _ in range(2000):
+        n, letters = draw.randrange(0, 40), draw.randrange(1, 4)
+        if draw.random() < 0.5:  # a loop, cut anywhere, with a chance of one op changed
+            loop = [draw.randrange(letters) for _ in range(draw.randrange(1, 8))]
+            seq = (loop * n)[:n]
+            if seq and draw.random() < 0.3:
+                seq[draw.randrange(len(seq))] = letters
+        else:
+            seq = [draw.randrange(letters) for _ in range(n)]
+        longest = draw.randrange(1, 20)
+        assert period(seq, longest) == _shortest_by_trying_each(seq, longest), (seq, longest)
 
 
 def test_a_loop_whose_period_does_not_divide_the_slots_is_named_by_its_period(rank, size):
@@ -104,8 +132,40 @@ def test_ops_without_a_period_keep_the_slots(rank, size):
     group = dist.new_group(backend="kolo")
     names = group.names  # torch hands back kolo's group itself (2.4 to 2.15)
     for i in range(FIRST_CHECK + 1):
-        t = torch.full((i % 97 + 1,), 1.0)  # a period of 97: longer than looked for
+        t = torch.full((i % 97 + 1,), 1.0)  # a period of 97: longer than the first check looks for
         dist.all_reduce(t, group=group)
         assert t.tolist() == [float(size)] * t.numel()
     assert names._slots == SLOTS and names._check_at == FIRST_CHECK + CHECK_EVERY
+    dist.destroy_process_group(group)
+
+
+def test_a_long_period_is_found_at_the_later_checks(rank, size):
+    # 97 ops a step (FSDP's gathers and reductions over 32 blocks, say): more than the first check looks for
+    # (FIRST_WINDOW // 3), found at the second; the names recur every 388 ops from then on, each op's values its own.
+    assert 97 > FIRST_WINDOW // 3
+    group = dist.new_group(backend="kolo")
+    names = group.names
+    second = FIRST_CHECK + CHECK_EVERY
+    for i in range(second + 2 * SLOTS):
+        t = torch.full((i % 97 + 1,), float(i + rank))
+        dist.all_reduce(t, group=group)
+        assert t.tolist() == [float(i * size + size * (size - 1) // 2)] * t.numel()
+        if i + 1 == FIRST_CHECK:
+            assert names._slots == SLOTS
+    assert names._slots == 97 * (SLOTS // 97)
+    dist.destroy_process_group(group)
+
+
+def test_a_period_of_coalesced_ops_recurs_by_the_names_it_takes(rank, size):
+    # Each step two coalesced all_reduces of 4 tensors: a period of 2 ops that takes 8 names, which do not divide
+    # SLOTS; the names recur every 416 from the first check.
+    group = dist.new_group(backend="kolo")
+    names = group.names
+    for step in range(FIRST_CHECK // 2 + SLOTS // 4):
+        for j in range(2):
+            tensors = [torch.full((j + 1, k + 1), float(step + rank)) for k in range(4)]
+            dist.all_reduce_coalesced(tensors, group=group)
+            for t in tensors:
+                assert t.flatten().tolist() == [float(step * size + size * (size - 1) // 2)] * t.numel()
+    assert names._slots == 8 * (SLOTS // 8)
     dist.destroy_process_group(group)

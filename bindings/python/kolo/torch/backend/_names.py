@@ -8,12 +8,13 @@ rank whose tensor differs in shape or dtype still submits the same name, and the
 naming the difference (a name made from the shape would differ, and the ranks would wait for each other).
 
 Names recur every SLOTS ops, so a loop that issues the same ops each step (DDP's buckets, FSDP's gathers and
-reductions, a metric) finds them cached once its period divides SLOTS. Any other period (9 DDP buckets, say) is
-found: every rank notes the shapes of the ops before a check (at op FIRST_CHECK, then every CHECK_EVERY ops), finds
-their period, and the ranks compare theirs with a small allreduce at that same op; where they all found the same
-one, the names from that op on recur every multiple of it that fits in SLOTS. A rank whose ops differ finds
-another period or none, and nothing changes. A slot's name is free again only once its last op has ended on this
-rank: taking it waits.
+reductions, a metric) finds them cached once its period divides SLOTS. Any other period (9 DDP buckets, say; the
+gathers and reductions of FSDP over a deep model, hundreds of ops) is found: every rank notes the shapes of the ops
+before a check (at op FIRST_CHECK, then every CHECK_EVERY ops), finds their period, and the ranks compare theirs with
+a small allreduce at that same op; where they all found the same one, the names from that op on recur every
+multiple of the names a period takes (a coalesced op takes one per tensor) that fits in SLOTS. A rank whose ops
+differ finds another period or none, and nothing changes. A slot's name is free again only once its last op has
+ended on this rank: taking it waits.
 """
 import threading
 
@@ -25,18 +26,26 @@ from kolo.torch._reduce_ops import Max
 # Divisible by every period of 1 to 7 ops (and 10, 12, 14, 15, 20, 21, 28, 30, 35...), within kolo's response cache
 # (KOLO_CACHE_CAPACITY, 1024 by default) with room for a second group and the script's own names.
 SLOTS = 420
-LONGEST_PERIOD = 64
-WINDOW = 3 * LONGEST_PERIOD  # the ops noted before a check: three rounds of the longest period
-FIRST_CHECK, CHECK_EVERY = 512, 4096
+# The ops noted before a check: three rounds of the longest period it looks for. The first, early, for a loop of up
+# to 64 ops a step; the later ones for up to SLOTS (a third of their ops are noted, a tuple each).
+FIRST_CHECK, FIRST_WINDOW = 512, 3 * 64
+CHECK_EVERY, WINDOW = 4096, 3 * SLOTS
 
 
-def period(signatures):
-    """The shortest period of the sequence (at most LONGEST_PERIOD, at least twice over), or 0."""
+def period(signatures, longest):
+    """The shortest period of the sequence (at most `longest`, and at least twice over), or 0: its length less its
+    longest border (a prefix that is also a suffix), in one pass (Knuth, Morris and Pratt's prefix function)."""
     n = len(signatures)
-    for p in range(1, min(LONGEST_PERIOD, n // 2) + 1):
-        if all(signatures[i] == signatures[i - p] for i in range(p, n)):
-            return p
-    return 0
+    border = [0] * n
+    k = 0
+    for i in range(1, n):
+        while k and signatures[i] != signatures[k]:
+            k = border[k - 1]
+        if signatures[i] == signatures[k]:
+            k += 1
+        border[i] = k
+    p = n - k
+    return p if 0 < p <= min(longest, n // 2) else 0
 
 
 class OpNames:
@@ -47,10 +56,10 @@ class OpNames:
         self._held = [None] * SLOTS
         self._values = None
         self._period_name = None  # the name of the checks' allreduce
-        self._slots = SLOTS  # the names recur every this many ops
+        self._slots = SLOTS  # the names recur every this many
         self._ops = 0  # the group's ops so far: the same count on every rank
         self._check_at = FIRST_CHECK
-        self._noting_from = FIRST_CHECK - WINDOW  # the ops after this one are noted for the check
+        self._noting_from = FIRST_CHECK - FIRST_WINDOW  # the ops after this one are noted for the check
         self._noted = []  # their signatures
 
     def _names(self):
@@ -64,16 +73,18 @@ class OpNames:
     def _note(self, count, sample):
         """Notes an op within a check's window (with the lock held), and at the check compares periods: the check
         is the group's next op."""
-        self._noted.append((count, sample.dtype, tuple(sample.shape)))
+        self._noted.append((count, sample.dtype, sample.shape))  # (a torch.Size is a tuple already)
         if self._ops == self._check_at:
             self._compare_periods()
 
     def _compare_periods(self):
         """At the same op on every rank: the names recur with the period all found, if they found the same."""
-        mine = period(self._noted)
-        seen = torch.tensor([mine, -mine], dtype=torch.int64)
+        ops = period(self._noted, len(self._noted) // 3)
+        names = sum(count for count, _, _ in self._noted[len(self._noted) - ops:]) if ops else 0
+        seen = torch.tensor([ops, -ops, names, -names], dtype=torch.int64)
         allreduce_(seen, op=Max, name=self._period_name, process_set=self._group.process_set)
-        agreed = mine if seen[0].item() == -seen[1].item() == mine else 0
+        same = seen.tolist() == [ops, -ops, names, -names]
+        agreed = names if same and 0 < names <= SLOTS else 0  # the names a period takes
         slots = SLOTS if agreed == 0 or SLOTS % agreed == 0 else agreed * (SLOTS // agreed)
         self._noted = []
         self._check_at += CHECK_EVERY
