@@ -68,8 +68,6 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
   if (!how->blocking) driver = call.engine;
   e->handle = Runtime::instance().handles().create(std::move(on_done), call.site.name, std::move(driver));
   const Handle h(e->handle);
-  // A refusal at the queue names the job's rank and the set.
-  RankLabels labels(call.set_ranks, call.process_set ? "process set " + std::to_string(call.process_set) : "");
   const Status refused = call.engine->submit(std::move(e), how->blocking);
   if (how->blocking) how->driven = call.engine;  // its drive() ends the quiet submit, refused or not
   if (refused.ok()) return h;

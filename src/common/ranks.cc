@@ -4,32 +4,9 @@
 
 namespace kolo {
 
-namespace {
-thread_local const RankLabels* current_labels = nullptr;
-}  // namespace
-
-RankLabels::RankLabels(std::vector<int> job_ranks, std::string set_name)
-    : previous_(current_labels), job_ranks_(std::move(job_ranks)), set_name_(std::move(set_name)) {
-  current_labels = this;
-}
-
-RankLabels::~RankLabels() { current_labels = previous_; }
-
-int job_rank(int rank) {
-  const RankLabels* l = current_labels;
-  if (l == nullptr || rank < 0 || rank >= static_cast<int>(l->job_ranks_.size())) return rank;
-  return l->job_ranks_[static_cast<size_t>(rank)];
-}
-
-std::string set_prefix() {
-  const RankLabels* l = current_labels;
-  return l == nullptr || l->set_name_.empty() ? std::string() : l->set_name_ + ": ";
-}
-
-std::string rank_phrase(int rank) { return "rank " + std::to_string(job_rank(rank)); }
+std::string rank_phrase(int rank) { return "rank " + std::to_string(rank); }
 
 std::string format_ranks(std::vector<int> ranks) {
-  for (int& r : ranks) r = job_rank(r);
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   std::string out;
@@ -46,6 +23,22 @@ std::string format_ranks(std::vector<int> ranks) {
 
 std::string ranks_phrase(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + format_ranks(ranks);
+}
+
+RankNames::RankNames(std::vector<int> job_ranks, int process_set)
+    : job_ranks_(std::move(job_ranks)),
+      prefix_(process_set == 0 ? std::string() : "process set " + std::to_string(process_set) + ": ") {}
+
+int RankNames::job_rank(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(job_ranks_.size())) return rank;
+  return job_ranks_[static_cast<size_t>(rank)];
+}
+
+std::string RankNames::rank(int rank) const { return rank_phrase(job_rank(rank)); }
+
+std::string RankNames::ranks(std::vector<int> ranks) const {
+  for (int& r : ranks) r = job_rank(r);
+  return ranks_phrase(ranks);
 }
 
 }  // namespace kolo

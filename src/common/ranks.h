@@ -12,26 +12,26 @@ std::string ranks_phrase(const std::vector<int>& ranks);
 // "rank 3".
 std::string rank_phrase(int rank);
 
-// Messages name the job's ranks. The engine of a process set counts ranks within the set; while a
-// RankLabels lives, the phrases above made on its thread name the set's members by their job ranks
-// (set rank 1 of set {0, 2} is "rank 2"), and set_prefix() names the set for its messages.
-class RankLabels {
+// How an engine's messages name ranks: as the job knows them. The engine of a process set counts ranks within
+// the set; its names give a member's job rank (set rank 1 of set {0, 2} is "rank 2") and name the set. The
+// default names the job's own ranks as they are, and no set.
+class RankNames {
  public:
-  RankLabels(std::vector<int> job_ranks, std::string set_name);
-  ~RankLabels();
-  RankLabels(const RankLabels&) = delete;
-  RankLabels& operator=(const RankLabels&) = delete;
+  RankNames() = default;
+  // `job_ranks`: the set's members by job rank, in set-rank order (empty for the job's own engine).
+  RankNames(std::vector<int> job_ranks, int process_set);
+
+  int job_rank(int rank) const;
+  // "rank 3", by job rank.
+  std::string rank(int rank) const;
+  // "rank 3" or "ranks 0-2,5", by job rank.
+  std::string ranks(std::vector<int> ranks) const;
+  // "process set 1: " for a set's engine, else "".
+  const std::string& prefix() const { return prefix_; }
 
  private:
-  const RankLabels* previous_;
   std::vector<int> job_ranks_;
-  std::string set_name_;
-  friend int job_rank(int rank);
-  friend std::string set_prefix();
+  std::string prefix_;
 };
-// `rank` as the job knows it.
-int job_rank(int rank);
-// "process set 1: " on a set's thread, else "".
-std::string set_prefix();
 
 }  // namespace kolo

@@ -49,18 +49,19 @@ void CycleResult::clear() {
   rider.clear();
 }
 
-Controller::Controller(ControlChannel* channel, const Config& config, Clock clock)
+Controller::Controller(ControlChannel* channel, const Config& config, Clock clock, RankNames names)
     : channel_(channel),
       clock_(std::move(clock)),
       rank_(channel->rank()),
       size_(channel->size()),
+      names_(std::move(names)),
       cached_stall_seconds_(stall_threshold(config)),
       rider_data_bytes_(static_cast<size_t>(config.small_op_bytes)),
       cache_(static_cast<size_t>(config.cache_capacity)),
       rider_(rider_data_bytes_ > 0 ? empty_rider(rider_data_bytes_) : std::string()) {
   if (rank_ == 0) {
     coordinator_ = std::make_unique<Coordinator>(
-        size_, StallPolicy{config.stall_check_seconds, config.stall_shutdown_seconds});
+        size_, StallPolicy{config.stall_check_seconds, config.stall_shutdown_seconds}, names_);
   }
   last_stall_check_ = clock_();
 }
@@ -235,7 +236,7 @@ Status Controller::negotiate(double now, std::vector<Response>* responses) {
     for (int r = 0; r < size_; ++r) {
       std::vector<Request> requests;
       s = decode_requests(gathered[r], &requests);
-      if (!s.ok()) return Status::Internal("from " + rank_phrase(r) + ": " + s.message());
+      if (!s.ok()) return Status::Internal("from " + names_.rank(r) + ": " + s.message());
       for (const Request& q : requests) coordinator_->add(q, now);
     }
     std::vector<Response> ready = coordinator_->take_ready();

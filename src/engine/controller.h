@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/ranks.h"
 #include "settings/config.h"
 #include "comm/control_channel.h"
 #include "engine/coordinator.h"
@@ -45,7 +46,9 @@ using Clock = std::function<double()>;  // seconds, monotonic
 
 class Controller {
  public:
-  Controller(ControlChannel* channel, const Config& config, Clock clock = steady_seconds);
+  // `names`: how its messages name the ranks (a process set's engine counts ranks within the set).
+  Controller(ControlChannel* channel, const Config& config, Clock clock = steady_seconds,
+             RankNames names = RankNames());
 
   // `submitted`: the `count` requests new since the last cycle (copied). Fails only when the channel
   // does. `load`: the riders of small allreduces (config.small_op_bytes; none without it). `result` is
@@ -78,6 +81,7 @@ class Controller {
   Clock clock_;
   const int rank_;
   const int size_;
+  const RankNames names_;
   const double cached_stall_seconds_;  // a cached op this old is sent to rank 0 so it can be reported
   const size_t rider_data_bytes_;      // 0: no rider
   ResponseCache cache_;

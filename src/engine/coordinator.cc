@@ -58,7 +58,7 @@ bool Coordinator::complete_if_ready(const std::string& name) {
   for (int r = 0; r < size_; ++r) {
     if (p.submitted[r]) submitted.push_back(std::move(p.by_rank[r]));
   }
-  ready_.push_back(build_response(submitted, joined));
+  ready_.push_back(build_response(submitted, joined, names_));
   table_.erase(it);
   return true;
 }
@@ -108,7 +108,7 @@ std::string Coordinator::describe_missing(const std::vector<int>& missing) const
   for (int r : missing) by_instead[submitted_by(r)].push_back(r);
   std::ostringstream s;
   for (const auto& kv : by_instead) {
-    s << "\n    " << ranks_phrase(kv.second) << " submitted instead: ";
+    s << "\n    " << names_.ranks(kv.second) << " submitted instead: ";
     if (kv.first.empty()) {
       s << "nothing (not yet at this step, or busy outside kolo)";
     } else {
@@ -153,11 +153,11 @@ StallCheck Coordinator::check_stalls(double now) {
       expired.push_back(name);
       std::ostringstream m;
       m << "Stalled op failed: tensor '" << name << "' (" << op_kind_name(p.by_rank[submitted[0]].kind)
-        << ") was submitted by " << ranks_phrase(submitted) << " but not by "
-        << ranks_phrase(missing) << " within KOLO_STALL_SHUTDOWN_SECONDS="
+        << ") was submitted by " << names_.ranks(submitted) << " but not by "
+        << names_.ranks(missing) << " within KOLO_STALL_SHUTDOWN_SECONDS="
         << policy_.shutdown_seconds << "." << describe_missing(missing);
       result.failures.push_back(
-          error_response(name, p.by_rank[submitted[0]].kind, StatusCode::kAborted, m.str()));
+          error_response(names_, name, p.by_rank[submitted[0]].kind, StatusCode::kAborted, m.str()));
       continue;
     }
     if (due) {
@@ -172,14 +172,14 @@ StallCheck Coordinator::check_stalls(double now) {
 
   if (!report_groups.empty()) {
     std::ostringstream s;
-    s << set_prefix() << "Stall: some ranks have submitted ops that others have not, for more than "
+    s << names_.prefix() << "Stall: some ranks have submitted ops that others have not, for more than "
       << policy_.check_seconds << " s. Ranks must submit the same names: look for a branch taken on "
       << "some ranks only (an extra evaluation step, uneven data).";
     for (const auto& kv : report_groups) {
       const Group& g = kv.second;
       s << "\n  " << g.names.size() << (g.names.size() == 1 ? " op" : " ops") << " waiting up to "
-        << static_cast<long long>(g.oldest) << " s, submitted by " << ranks_phrase(g.submitted)
-        << ", missing on " << ranks_phrase(kv.first) << ": " << name_list(g.names)
+        << static_cast<long long>(g.oldest) << " s, submitted by " << names_.ranks(g.submitted)
+        << ", missing on " << names_.ranks(kv.first) << ": " << name_list(g.names)
         << describe_missing(kv.first);
     }
     if (fail) {

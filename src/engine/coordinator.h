@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/ranks.h"
 #include "engine/message.h"
 
 namespace kolo {
@@ -24,7 +25,9 @@ struct StallCheck {
 
 class Coordinator {
  public:
-  Coordinator(int size, StallPolicy policy) : size_(size), policy_(policy), joined_(static_cast<size_t>(size), false) {}
+  // `names`: how its messages name the ranks.
+  Coordinator(int size, StallPolicy policy, RankNames names = RankNames())
+      : size_(size), policy_(policy), names_(std::move(names)), joined_(static_cast<size_t>(size), false) {}
 
   // A request from its rank, received at `now` (seconds on rank 0's steady clock).
   void add(const Request& request, double now);
@@ -53,6 +56,7 @@ class Coordinator {
 
   int size_;
   StallPolicy policy_;
+  RankNames names_;
   std::unordered_map<std::string, Pending> table_;
   std::vector<std::string> arrival_order_;  // names in order of first arrival, for stable reports
   std::vector<Response> ready_;

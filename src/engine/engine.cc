@@ -18,14 +18,16 @@ Engine::Engine(const Config& config, const Topology& topology, std::unique_ptr<C
                HandleTable* handles)
     : config_(config),
       topology_(topology),
+      names_(topology.job_ranks, topology.process_set),
       channel_(std::move(channel)),
       registry_(std::move(registry)),
       timeline_(std::move(timeline)),
       mark_cycles_(config.timeline_mark_cycles),
       stamps_(timeline_ != nullptr),
       handles_(handles),
-      controller_(channel_.get(), config_),
-      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes, topology.rank,
+      controller_(channel_.get(), config_, steady_seconds, names_),
+      executor_(registry_.get(), &queue_, handles_, timeline_.get(), config_.fusion_threshold_bytes,
+                names_.job_rank(topology.rank),
                 config_.join_average_over_contributors, work_signal_) {
   // A driving caller ends the work it launched itself (wait_for_launched_work): waking this thread too
   // would take a core from it. Work it leaves running makes drive() wake this thread as it returns.
@@ -187,9 +189,6 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     *idle = false;
     return true;
   }
-  // A process set's engine counts ranks within the set: its messages name job ranks and the set.
-  RankLabels labels(topology_.job_ranks,
-                    topology_.process_set == 0 ? "" : "process set " + std::to_string(topology_.process_set));
   switch_timeline();
   apply_tuning();
   CycleResult& result = cycle_result_;
@@ -219,13 +218,13 @@ bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_call
     } else {
       KOLO_LOG(kError, "negotiation failed, stopping kolo on this rank: " << s.message());
     }
-    fail_all(set_prefix() + "negotiation failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
+    fail_all(names_.prefix() + "negotiation failed on " + names_.rank(topology_.rank) + ": " + s.message(),
              s.code() == StatusCode::kPeersFailed ? StatusCode::kPeersFailed : StatusCode::kInternal);
     ended_ = true;
     return false;
   }
   if (result.shutdown) {
-    fail_all(set_prefix() + "kolo was shut down (shutdown() called on " + ranks_phrase(result.shutdown_ranks) + ")",
+    fail_all(names_.prefix() + "kolo was shut down (shutdown() called on " + names_.ranks(result.shutdown_ranks) + ")",
              StatusCode::kAborted);
     ended_ = true;
     return false;
@@ -234,7 +233,7 @@ bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_call
     s = observe_tuning(result);
     if (!s.ok()) {
       KOLO_LOG(kError, "autotuning failed, stopping kolo on this rank: " << s.message());
-      fail_all(set_prefix() + "autotuning failed on " + rank_phrase(topology_.rank) + ": " + s.message(),
+      fail_all(names_.prefix() + "autotuning failed on " + names_.rank(topology_.rank) + ": " + s.message(),
                StatusCode::kInternal);
       ended_ = true;
       return false;

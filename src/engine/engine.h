@@ -15,6 +15,7 @@
 #include "comm/collective.h"
 #include "comm/control_channel.h"
 #include "comm/topology.h"
+#include "common/ranks.h"
 #include "settings/config.h"
 #include "engine/controller.h"
 #include "engine/cycle_turns.h"
@@ -148,6 +149,7 @@ class Engine : public OpDriver {
 
   const Config config_;
   const Topology topology_;
+  const RankNames names_;  // how its messages name ranks: by job rank, and its process set
   std::unique_ptr<ControlChannel> channel_;
   std::unique_ptr<CollectiveRegistry> registry_;
   std::unique_ptr<Timeline> timeline_;

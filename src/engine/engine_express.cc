@@ -2,9 +2,7 @@
 // queue slot unless that cycle leaves it in flight. The cycle is the same collective as any other, so
 // peers on the usual path (or taking this one) see nothing different.
 #include <mutex>
-#include <optional>
 
-#include "common/ranks.h"
 #include "cpu/kernels.h"
 #include "engine/engine.h"
 #include "engine/rider.h"
@@ -36,11 +34,6 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
   {
     const CycleTurns::CallerCycle caller(&turns_);
     const CycleTurns::Cycle in_cycle;
-    // A process set's messages name job ranks and the set (the job's need no labels).
-    std::optional<RankLabels> labels;
-    if (topology_.process_set != 0) {
-      labels.emplace(topology_.job_ranks, "process set " + std::to_string(topology_.process_set));
-    }
     // Ops pushed since the last cycle go in with it, ahead of it. Where only its reservation is in
     // flight, none was.
     const size_t taken = queue_.in_flight() == 1 ? 0 : queue_.take_new(&submitted_);

@@ -30,9 +30,9 @@ struct Executor::Group {
 };
 
 Executor::Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles,
-                   Timeline* timeline, int64_t fusion_threshold_bytes, int rank,
+                   Timeline* timeline, int64_t fusion_threshold_bytes, int job_rank,
                    bool join_average_over_contributors, std::shared_ptr<WorkSignal> signal)
-    : rank_(rank),
+    : job_rank_(job_rank),
       join_average_over_contributors_(join_average_over_contributors),
       registry_(registry),
       queue_(queue),
@@ -259,9 +259,10 @@ void Executor::end(Group& group, const Status& status) {
     if (e == nullptr) continue;  // a joined piece: nobody waits on it
     const std::string& name = call.pieces[i].name;
     // What MPI, NCCL or CUDA said, with the tensor and the rank it happened on.
-    const Status mine = status.ok() ? status
-                                    : Status(status.code(), std::string(op_kind_name(call.kind)) + " of tensor '" + name +
-                                                                "' on " + rank_phrase(rank_) + ": " + status.message());
+    const Status mine =
+        status.ok() ? status
+                    : Status(status.code(), std::string(op_kind_name(call.kind)) + " of tensor '" + name + "' on " +
+                                                rank_phrase(job_rank_) + ": " + status.message());
     finish(group.owned.empty() ? queue_->remove(name) : std::move(group.owned[i]), mine, handles_, queue_);
   }
 }

@@ -24,8 +24,9 @@ namespace kolo {
 
 class Executor {
  public:
+  // `job_rank`: this rank as the job knows it, for its errors.
   Executor(const CollectiveRegistry* registry, TensorQueue* queue, HandleTable* handles, Timeline* timeline,
-           int64_t fusion_threshold_bytes, int rank, bool join_average_over_contributors = false,
+           int64_t fusion_threshold_bytes, int job_rank, bool join_average_over_contributors = false,
            std::shared_ptr<WorkSignal> signal = nullptr);
   ~Executor();
 
@@ -65,7 +66,7 @@ class Executor {
   void launch(std::unique_ptr<Group> group);
   void end(Group& group, const Status& status);
 
-  const int rank_;
+  const int job_rank_;
   const bool join_average_over_contributors_;
   const CollectiveRegistry* registry_;
   TensorQueue* queue_;

@@ -35,7 +35,8 @@ std::string format_double(double v) {
 // Groups ranks by the text of one field; more than one group is a mismatch, described in a sentence:
 // "Mismatched dtype for tensor 'w' (allreduce): float32 on ranks 0-2, float64 on rank 3."
 bool find_mismatch(const std::vector<Request>& by_rank, const char* field,
-                   const std::function<std::string(const Request&)>& text, std::string* message) {
+                   const std::function<std::string(const Request&)>& text, const RankNames& names,
+                   std::string* message) {
   std::map<std::string, std::vector<int>> groups;
   std::vector<std::string> order;  // values in order of their first rank, for a stable message
   for (const Request& q : by_rank) {
@@ -49,7 +50,7 @@ bool find_mismatch(const std::vector<Request>& by_rank, const char* field,
   m << "Mismatched " << field << " for tensor '" << by_rank[0].name << "' ("
     << op_kind_name(by_rank[0].kind) << "): ";
   for (size_t i = 0; i < order.size(); ++i) {
-    m << (i ? ", " : "") << order[i] << " on " << ranks_phrase(groups[order[i]]);
+    m << (i ? ", " : "") << order[i] << " on " << names.ranks(groups[order[i]]);
   }
   m << '.';
   *message = m.str();
@@ -58,21 +59,23 @@ bool find_mismatch(const std::vector<Request>& by_rank, const char* field,
 
 }  // namespace
 
-Response error_response(const std::string& name, OpKind kind, StatusCode code, std::string message) {
+Response error_response(const RankNames& names, const std::string& name, OpKind kind, StatusCode code,
+                        std::string message) {
   Response r;
   r.type = Response::Type::kError;
   r.error_code = code;
   r.name = name;
   r.kind = kind;
-  r.error = set_prefix() + message;  // errors of a process set's op name the set
+  r.error = names.prefix() + message;
   return r;
 }
 
-Response build_response(const std::vector<Request>& by_rank, const std::vector<int>& joined) {
+Response build_response(const std::vector<Request>& by_rank, const std::vector<int>& joined,
+                        const RankNames& names) {
   const Request& first = by_rank.front();
   std::string error;
   auto mismatch = [&](const char* field, const std::function<std::string(const Request&)>& text) {
-    return error.empty() && find_mismatch(by_rank, field, text, &error);
+    return error.empty() && find_mismatch(by_rank, field, text, names, &error);
   };
   // A field is compared only where the op uses it; the first disagreement found is reported.
   mismatch("op kind", [](const Request& q) { return std::string(op_kind_name(q.kind)); });
@@ -98,21 +101,21 @@ Response build_response(const std::vector<Request>& by_rank, const std::vector<i
     mismatch("compression", [](const Request& q) { return std::string(compression_name(q.compression)); });
   }
   if (kind == OpKind::kBroadcast) {
-    mismatch("root rank", [](const Request& q) { return std::to_string(job_rank(q.root)); });
+    mismatch("root rank", [&names](const Request& q) { return std::to_string(names.job_rank(q.root)); });
   }
   if (error.empty() && row_shape && first.shape.empty()) {
     error = std::string(op_kind_name(kind)) + " of tensor '" + first.name +
             "' needs at least one dimension.";
   }
-  if (!error.empty()) return error_response(first.name, first.kind, StatusCode::kMismatch, error);
+  if (!error.empty()) return error_response(names, first.name, first.kind, StatusCode::kMismatch, error);
   if (!joined.empty()) {
     const bool root_joined = kind == OpKind::kBroadcast &&
                              std::find(joined.begin(), joined.end(), first.root) != joined.end();
     if (root_joined || kind == OpKind::kAlltoall || kind == OpKind::kReducescatter) {
-      const std::string why = root_joined ? "its root rank " + std::to_string(job_rank(first.root)) + " has joined"
-                                          : std::string("it cannot run while ") + ranks_phrase(joined) +
-                                                (joined.size() == 1 ? " has" : " have") + " joined";
-      return error_response(first.name, kind, StatusCode::kInvalidArgument,
+      const std::string who = root_joined ? "its root rank " + std::to_string(names.job_rank(first.root))
+                                          : std::string("it cannot run while ") + names.ranks(joined);
+      const std::string why = who + (!root_joined && joined.size() > 1 ? " have" : " has") + " joined";
+      return error_response(names, first.name, kind, StatusCode::kInvalidArgument,
                             std::string(op_kind_name(kind)) + " of tensor '" + first.name + "' failed: " + why +
                                 " (join() was called; every rank must join before such ops run again).");
     }

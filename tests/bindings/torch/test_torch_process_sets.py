@@ -238,7 +238,9 @@ def test_errors_name_the_set(rank, size):
                                      r"%d \(ranks \[1, 2\]\)" % (rank, ps.process_set_id)):
                 kolo.allreduce(torch.ones(2), name="outside", process_set=ps)
         else:
-            with pytest.raises(kolo.KoloError, match="process set %d: Mismatched dtype for tensor 'mixed'"
+            # The set's ranks 0 and 1 named as the job knows them.
+            with pytest.raises(kolo.KoloError, match=r"process set %d: Mismatched dtype for tensor 'mixed' "
+                                                     r"\(allreduce\): float32 on rank 1, float64 on rank 2\."
                                                      % ps.process_set_id):
                 kolo.allreduce(torch.ones(2, dtype=torch.float32 if rank == 1 else torch.float64), name="mixed",
                                process_set=ps)

@@ -34,6 +34,26 @@ TEST(ResponseBuilder, AllgatherCollectsRowsPerRank) {
   EXPECT_EQ(r.first_dims, (std::vector<int64_t>{3, 0, 5}));
 }
 
+TEST(ResponseBuilder, AProcessSetsErrorsNameItAndItsMembersJobRanks) {
+  // Set 3 of job ranks {1, 4, 6}: its engine counts them 0-2.
+  const RankNames names({1, 4, 6}, 3);
+  std::vector<Request> qs = {req(0), req(1), req(2)};
+  qs[1].dtype = DataType::kFloat64;
+  Response r = build_response(qs, {}, names);
+  EXPECT_EQ(r.error, "process set 3: Mismatched dtype for tensor 'w' (allreduce): float32 on ranks 1,6, float64 on "
+                     "rank 4.");
+  qs = {req(0, "b", OpKind::kBroadcast), req(1, "b", OpKind::kBroadcast)};
+  qs[1].root = 2;
+  r = build_response(qs, {}, names);
+  EXPECT_EQ(r.error, "process set 3: Mismatched root rank for tensor 'b' (broadcast): 1 on rank 1, 6 on rank 4.");
+  r = build_response({req(0, "a", OpKind::kAlltoall), req(2, "a", OpKind::kAlltoall)}, {1}, names);
+  EXPECT_EQ(r.error, "process set 3: alltoall of tensor 'a' failed: it cannot run while rank 4 has joined (join() was "
+                     "called; every rank must join before such ops run again).");
+  // The job's own engine: ranks as they are, no set named.
+  EXPECT_EQ(RankNames().ranks({2, 0, 1}), "ranks 0-2");
+  EXPECT_EQ(RankNames().prefix(), "");
+}
+
 TEST(ResponseBuilder, EachMismatchNamesTheFieldTensorAndRanks) {
   auto message = [](std::vector<Request> qs) {
     Response r = build_response(qs);
