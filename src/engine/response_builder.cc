@@ -112,9 +112,10 @@ Response build_response(const std::vector<Request>& by_rank, const std::vector<i
     const bool root_joined = kind == OpKind::kBroadcast &&
                              std::find(joined.begin(), joined.end(), first.root) != joined.end();
     if (root_joined || kind == OpKind::kAlltoall || kind == OpKind::kReducescatter) {
-      const std::string who = root_joined ? "its root rank " + std::to_string(names.job_rank(first.root))
-                                          : std::string("it cannot run while ") + names.ranks(joined);
-      const std::string why = who + (!root_joined && joined.size() > 1 ? " have" : " has") + " joined";
+      const std::string why = root_joined
+                                  ? "its root rank " + std::to_string(names.job_rank(first.root)) + " has joined"
+                                  : std::string("it cannot run while ") + names.ranks(joined) +
+                                        (joined.size() == 1 ? " has" : " have") + " joined";
       return error_response(names, first.name, kind, StatusCode::kInvalidArgument,
                             std::string(op_kind_name(kind)) + " of tensor '" + first.name + "' failed: " + why +
                                 " (join() was called; every rank must join before such ops run again).");
