@@ -9,6 +9,7 @@
 #include "api/start_op.h"
 #include "comm/mpi/mpi_fault.h"
 #include "comm/mpi/mpi_runtime.h"
+#include "engine/engine.h"
 #if KOLO_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -102,7 +103,21 @@ Handle join_async(const DoneCallback& on_done) {
   return start_join(on_done, &how);
 }
 
-Status wait(Handle handle, Output* output) { return Runtime::instance().handles().wait(handle.id(), -1, output); }
+namespace {
+
+// An async op's waiter runs its cycles itself where its engine lets it, instead of two thread hand-offs
+// (to kolo's thread and back); then it waits on the handle. A bounded wait() does not drive.
+HandleTable& drive_before_wait(Handle handle, bool until_launched) {
+  HandleTable& handles = Runtime::instance().handles();
+  if (const std::shared_ptr<Engine> engine = handles.driver(handle.id())) {
+    engine->drive_waited(handle.id(), until_launched);
+  }
+  return handles;
+}
+
+}  // namespace
+
+Status wait(Handle handle, Output* output) { return drive_before_wait(handle, false).wait(handle.id(), -1, output); }
 
 Status wait_for(Handle handle, double timeout_seconds, Output* output) {
   return Runtime::instance().handles().wait(handle.id(), timeout_seconds < 0 ? 0 : timeout_seconds, output);
@@ -110,7 +125,7 @@ Status wait_for(Handle handle, double timeout_seconds, Output* output) {
 
 Status wait_on_stream(Handle handle, void* stream, Output* output) {
   std::shared_ptr<void> done;
-  Status s = Runtime::instance().handles().wait_launched(handle.id(), &done, output);
+  Status s = drive_before_wait(handle, true).wait_launched(handle.id(), &done, output);
   if (!s.ok() || done == nullptr) return s;
   std::shared_ptr<DeviceBackend> backend = Runtime::instance().device_backend();
   return backend->wait(stream, done.get());

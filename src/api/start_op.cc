@@ -63,8 +63,8 @@ Handle submit(const Call& call, std::unique_ptr<TensorEntry> e, DoneCallback on_
     }
     e->ready_event = e->ready_owner.get();
   }
-  // An async op's waiter may drive it (HandleTable::wait); a blocking call's caller drives it anyway.
-  std::weak_ptr<OpDriver> driver;
+  // An async op's waiter may drive it (kolo::wait); a blocking call's caller drives it anyway.
+  std::weak_ptr<Engine> driver;
   if (!how->blocking) driver = call.engine;
   e->handle = Runtime::instance().handles().create(std::move(on_done), call.site.name, std::move(driver));
   const Handle h(e->handle);

@@ -28,7 +28,7 @@
 
 namespace kolo {
 
-class Engine : public OpDriver {
+class Engine {
  public:
   Engine(const Config& config, const Topology& topology, std::unique_ptr<ControlChannel> channel,
          std::unique_ptr<CollectiveRegistry> registry, std::unique_ptr<Timeline> timeline, HandleTable* handles);
@@ -53,8 +53,10 @@ class Engine : public OpDriver {
   // device work is launched, leaving its end to the engine thread (a caller whose own stream waits
   // for that work).
   void drive(int64_t handle, bool until_launched = false);
-  // drive() for an async op (submitted with the engine thread woken) that its caller now waits for.
-  void drive_waited(int64_t handle, bool until_launched) override;
+  // drive() for an async op (submitted with the engine thread woken) that its caller now waits for: the
+  // API's wait() (wait_on_stream(): `until_launched`) calls it for an op whose handle names this engine as
+  // its driver (HandleTable::driver), then blocks on the handle.
+  void drive_waited(int64_t handle, bool until_launched);
   // A blocking small allreduce of a CPU tensor (a loss, a metric): the caller runs the cycle that it
   // rides on (engine/rider.h) without an entry, a handle or the queue, most of a small op's own work.
   // kDone: it rode, its output and *status are set and `on_done` was called. kQueued: it did not ride in

@@ -57,25 +57,20 @@ void HandleTable::forget(States::iterator it) {
   spares_.push_back(std::move(node));
 }
 
-int64_t HandleTable::create(DoneCallback on_done, const std::string& name, std::weak_ptr<OpDriver> driver) {
+int64_t HandleTable::create(DoneCallback on_done, const std::string& name, std::weak_ptr<Engine> engine) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = add();
   it->second.on_done = std::move(on_done);
   it->second.name.assign(name);  // into the spare's memory
-  it->second.driver = std::move(driver);
+  it->second.driver = std::move(engine);
   return it->first;
 }
 
-void HandleTable::drive(int64_t handle, bool until_launched) {
-  std::weak_ptr<OpDriver> driver;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(handle);
-    if (it == states_.end() || it->second.done || it->second.done_event != nullptr) return;
-    driver = it->second.driver;
-  }
-  // Outside the lock: the driver's cycles end ops here. An engine gone since (shut down) drives nothing.
-  if (const std::shared_ptr<OpDriver> d = driver.lock()) d->drive_waited(handle, until_launched);
+std::shared_ptr<Engine> HandleTable::driver(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end() || it->second.done || it->second.done_event != nullptr) return nullptr;
+  return it->second.driver.lock();  // null for an engine shut down since
 }
 
 int64_t HandleTable::create_done(Status status) {
@@ -149,7 +144,6 @@ void HandleTable::launched(int64_t handle, std::shared_ptr<void> done_event, con
 }
 
 Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_event, Output* output) {
-  drive(handle, true);
   std::unique_lock<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) {
@@ -175,7 +169,6 @@ Status HandleTable::wait_launched(int64_t handle, std::shared_ptr<void>* done_ev
 }
 
 Status HandleTable::wait(int64_t handle, double timeout_seconds, Output* output) {
-  if (timeout_seconds < 0) drive(handle, false);
   std::unique_lock<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) {

@@ -19,23 +19,13 @@
 
 namespace kolo {
 
-// The engine an op is in, as the op's waiter sees it (the engine implements it): a caller about to
-// block on the op may run its cycles itself, as a blocking call's caller does, instead of two thread
-// hand-offs (to the engine's thread and back).
-class OpDriver {
- public:
-  virtual ~OpDriver() = default;
-  // For the op of `handle`, on the thread that waits for it: runs its cycles until it ends, or until
-  // its device work is launched with `until_launched`, where the engine lets callers drive; else
-  // returns at once.
-  virtual void drive_waited(int64_t handle, bool until_launched) = 0;
-};
+class Engine;
 
 class HandleTable {
  public:
-  // In flight; on_done runs when it ends. `name`: the tensor's, for fail_pending's message. `driver`:
-  // the engine of an async op, which wait() and wait_launched() (without a timeout) let drive it.
-  int64_t create(DoneCallback on_done = {}, const std::string& name = {}, std::weak_ptr<OpDriver> driver = {});
+  // In flight; on_done runs when it ends. `name`: the tensor's, for fail_pending's message. `engine`:
+  // that of an async op, whose waiter may run its cycles (driver()).
+  int64_t create(DoneCallback on_done = {}, const std::string& name = {}, std::weak_ptr<Engine> engine = {});
   int64_t create_done(Status status);         // already ended (a call rejected at enqueue)
   // Ends the op: its callback, then its waiters, so that wait() returns after the callback has run.
   void complete(int64_t handle, Status status, Output output);
@@ -46,16 +36,18 @@ class HandleTable {
   // final already. A caller may then have its own stream wait instead of the host (wait_launched).
   void launched(int64_t handle, std::shared_ptr<void> done_event, const Output& output);
 
+  // The engine that may run the op's cycles on its waiter's thread (Engine::drive_waited, called by the
+  // API's wait before it blocks here): an async op's, while the op is pending and not launched; else null
+  // (a blocking call's op, which its caller drives anyway, or an engine gone since).
+  std::shared_ptr<Engine> driver(int64_t handle);
   // Blocks until done, or `timeout_seconds` (< 0: no limit) pass. Releases the handle when done.
-  // Without a limit, the op's driver first runs its cycles on this thread.
   Status wait(int64_t handle, double timeout_seconds, Output* output);
   std::optional<Status> poll(int64_t handle);
   // Forgets an op that never reached an engine (refused at its queue), without its callback.
   void discard(int64_t handle);
   // Blocks until the op has ended or its device work has been launched. Ended: as wait(), and
   // *done_event is left null. Launched: OK, *done_event set, the output handed over and the handle
-  // released (its completion, later, finds nobody waiting). The op's driver first runs its cycles on
-  // this thread until its device work is launched.
+  // released (its completion, later, finds nobody waiting).
   Status wait_launched(int64_t handle, std::shared_ptr<void>* done_event, Output* output);
   size_t size();
 
@@ -69,7 +61,7 @@ class HandleTable {
     Status status;
     Output output;
     std::shared_ptr<void> done_event;  // set once the device work has been launched
-    std::weak_ptr<OpDriver> driver;    // empty: the op's engine runs it alone (a blocking call's drives it)
+    std::weak_ptr<Engine> driver;      // empty: the op's engine runs it alone (a blocking call's drives it)
   };
   using States = std::unordered_map<int64_t, State>;
   static constexpr size_t kMostSpares = 64;  // nodes kept for reuse at most, past a burst of ops
@@ -82,8 +74,6 @@ class HandleTable {
   void forget(States::iterator it);
   // Under mu_ (every writer holds it, so a plain store counts): an end or launch a watcher may await.
   void tick_ends() { ends_.store(ends_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
-  // Lets the driver of a pending op run it on this thread (a no-op for an unknown, ended or undriven one).
-  void drive(int64_t handle, bool until_launched);
   // With `lock` on mu_: unless the op is `ready`, watches ends_ for a short bound (at most `seconds`),
   // unlocked and yielding, before the caller sleeps on cv_; returns locked.
   template <typename Ready>
