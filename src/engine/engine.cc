@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <chrono>
 #include <future>
 #include <thread>
 
@@ -54,7 +53,7 @@ Engine::~Engine() {
 }
 
 void Engine::start() {
-  running_ = true;
+  life_.started();
   std::promise<void> started;
   std::future<void> ready = started.get_future();
   thread_ = std::thread([this, &started] {
@@ -80,11 +79,8 @@ Status Engine::submit(std::unique_ptr<TensorEntry> entry, bool caller_drives) {
   TensorQueue::Announce announce = quiet ? TensorQueue::Announce::kQuiet : TensorQueue::Announce::kWake;
   if (!quiet && waited_soon(*entry)) announce = TensorQueue::Announce::kSoon;
   Status s = queue_.push(std::move(entry), announce);
-  if (s.ok() && abandoned_) {
-    // Its thread may never take the op up (abandon() came after the caller found this engine).
-    std::lock_guard<std::mutex> lock(timeline_mu_);
-    s = abandoned_why_;
-  }
+  // Its thread may never take the op up (abandon() came after the caller found this engine).
+  if (s.ok()) s = life_.refusal();
   return s;
 }
 
@@ -97,32 +93,22 @@ bool Engine::waited_soon(const TensorEntry& entry) const {
 }
 
 void Engine::stop() {
-  stop_requested_ = true;
+  life_.ask_stop();
   queue_.wake();
   if (!thread_.joinable()) return;
-  {
-    std::unique_lock<std::mutex> lock(timeline_mu_);
-    timeline_cv_.wait(lock, [&] { return !running_ || abandoned_; });
-  }
-  if (running_) {
+  life_.wait_ended_or_abandoned();
+  if (life_.running()) {
     thread_.detach();  // abandoned, maybe stuck in MPI on a lost peer
   } else {
     thread_.join();
   }
 }
 
-bool Engine::wait_ended(double seconds) {
-  std::unique_lock<std::mutex> lock(timeline_mu_);
-  return timeline_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return !running_; });
-}
+bool Engine::wait_ended(double seconds) { return life_.wait_ended(seconds); }
 
 void Engine::abandon(const Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(timeline_mu_);
-    abandoned_why_ = why;
-    abandoned_ = true;
-  }
-  timeline_cv_.notify_all();
+  life_.abandon(why);
+  timeline_handover_.close();  // its thread may never take one
   queue_.wake();
 }
 
@@ -150,27 +136,18 @@ void Engine::stop_timeline() { hand_over_timeline(nullptr, false); }
 
 void Engine::hand_over_timeline(std::unique_ptr<Timeline> timeline, bool mark_cycles) {
   if (timeline) stamps_ = true;
-  std::unique_lock<std::mutex> lock(timeline_mu_);
-  next_timeline_ = std::move(timeline);
-  next_mark_cycles_ = mark_cycles;
-  const uint64_t ticket = ++timeline_asked_;
-  lock.unlock();
+  const uint64_t ticket = timeline_handover_.ask(std::move(timeline), mark_cycles);
   queue_.wake();
-  lock.lock();
-  // The engine switches at its next cycle; one that has stopped never will.
-  timeline_cv_.wait(lock, [&] { return timeline_done_ >= ticket || !running_ || abandoned_; });
+  timeline_handover_.wait_taken(ticket);  // the engine switches at its next cycle
 }
 
 void Engine::switch_timeline() {
-  if (timeline_done_ == timeline_asked_) return;  // nothing handed over: the usual case, lock-free
-  std::lock_guard<std::mutex> lock(timeline_mu_);
-  if (timeline_done_ == timeline_asked_) return;
-  if (timeline_) timeline_->close();
-  timeline_ = std::move(next_timeline_);
-  mark_cycles_ = next_mark_cycles_;
-  executor_.set_timeline(timeline_.get());
-  timeline_done_ = timeline_asked_.load();
-  timeline_cv_.notify_all();
+  timeline_handover_.take_if_handed([this](std::unique_ptr<Timeline> next, bool mark_cycles) {
+    if (timeline_) timeline_->close();
+    timeline_ = std::move(next);
+    mark_cycles_ = mark_cycles;
+    executor_.set_timeline(timeline_.get());
+  });
 }
 
 bool Engine::run_cycle(bool* idle, bool on_caller) {
@@ -199,7 +176,7 @@ bool Engine::run_cycle(bool* idle, bool on_caller) {
     *idle = false;
     return true;
   }
-  const Status s = controller_.cycle(submitted_.data(), submitted, stop_requested_, &result,
+  const Status s = controller_.cycle(submitted_.data(), submitted, life_.stop_asked(), &result,
                                      [this](uint32_t position, const Response& r, std::string* rider) {
                                        TensorEntry* e = queue_.find(r.name);
                                        if (e != nullptr) load_rider(position, r, *e, rider);
@@ -220,13 +197,13 @@ bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_call
     }
     fail_all(names_.prefix() + "negotiation failed on " + names_.rank(topology_.rank) + ": " + s.message(),
              s.code() == StatusCode::kPeersFailed ? StatusCode::kPeersFailed : StatusCode::kInternal);
-    ended_ = true;
+    life_.end();
     return false;
   }
   if (result.shutdown) {
     fail_all(names_.prefix() + "kolo was shut down (shutdown() called on " + names_.ranks(result.shutdown_ranks) + ")",
              StatusCode::kAborted);
-    ended_ = true;
+    life_.end();
     return false;
   }
   if (tuner_ && !tuner_->done()) {
@@ -235,7 +212,7 @@ bool Engine::conclude_cycle(const Status& cycle_status, bool* idle, bool on_call
       KOLO_LOG(kError, "autotuning failed, stopping kolo on this rank: " << s.message());
       fail_all(names_.prefix() + "autotuning failed on " + names_.rank(topology_.rank) + ": " + s.message(),
                StatusCode::kInternal);
-      ended_ = true;
+      life_.end();
       return false;
     }
   }
@@ -297,13 +274,13 @@ void Engine::drive_waited(int64_t handle, bool until_launched) {
 void Engine::drive(int64_t handle, bool until_launched) {
   if (!config_.caller_drives) return;  // submit() woke the engine thread
   bool left_work = false;
-  while (!CycleTurns::in_cycle() && !ended_ && !abandoned_ && !stop_requested_ && awaits(handle)) {
+  while (!CycleTurns::in_cycle() && !life_.over() && awaits(handle)) {
     {
       // The engine thread may be in a cycle (an idle one, waiting for a peer's next): that one ends as
       // soon as the peer runs its cycle, and took the op up if it began after the push.
       std::unique_lock<std::mutex> lock(turns_.lock());
       left_work = handed_ != nullptr;
-      if (ended_ || !awaits(handle) || left_work) break;
+      if (life_.ended() || !awaits(handle) || left_work) break;
       // Device work runs: an earlier op's (this one is new, or was left to this caller), ended here if
       // it has ended unseen, else the engine thread's, which polls it between cycles.
       if (executor_.running() > 0) executor_.poll();
@@ -330,7 +307,7 @@ void Engine::hand_back(bool left_work) {
   // What is left (the op, if the loop stopped early; device work to poll; an engine that ended) is kolo's
   // thread's. (Handed responses' entries are still in the queue.)
   using Left = CycleTurns::Left;
-  const Left left = ended_ || left_work || stop_requested_ || executor_.running_any_thread() > 0 ? Left::kWork
+  const Left left = life_.ended() || left_work || life_.stop_asked() || executor_.running_any_thread() > 0 ? Left::kWork
                     : queue_.in_flight() > 0                                                      ? Left::kPeersAwaited
                                                                                                   : Left::kNothing;
   if (turns_.end_turn(left)) queue_.wake();
@@ -344,7 +321,7 @@ void Engine::loop() {
   constexpr double kMaxIdleSeconds = 0.05;
   const double cycle_seconds = config_.cycle_time_ms / 1000.0;
   double wait = cycle_seconds;
-  while (!ended_) {
+  while (!life_.ended()) {
     wait_between_cycles(wait);
     // A caller runs cycles for its op (drive) and wakes this thread for what it leaves.
     const CycleTurns::Next next = turns_.next_for_thread();
@@ -363,7 +340,7 @@ void Engine::loop() {
     {
       std::lock_guard<std::mutex> lock(turns_.lock());
       const size_t before = executor_.running();
-      if (ended_ || !run_cycle(&idle)) break;
+      if (life_.ended() || !run_cycle(&idle)) break;
       launched = executor_.running() > before;
     }
     if (launched) spin_on_launched_work(seen);
@@ -372,9 +349,8 @@ void Engine::loop() {
   }
   std::lock_guard<std::mutex> cycle(turns_.lock());  // a driving caller has left its cycle
   if (timeline_) timeline_->close();
-  std::lock_guard<std::mutex> lock(timeline_mu_);
-  running_ = false;
-  timeline_cv_.notify_all();  // a start/stop_timeline waiting for this engine gives up
+  timeline_handover_.close();  // a start/stop_timeline waiting for this engine gives up
+  life_.thread_ended();
 }
 
 }  // namespace kolo

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,10 +18,12 @@
 #include "settings/config.h"
 #include "engine/controller.h"
 #include "engine/cycle_turns.h"
+#include "engine/engine_life.h"
 #include "engine/executor.h"
 #include "engine/handle_table.h"
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
+#include "engine/timeline_handover.h"
 #include "engine/tuning/autotuner.h"
 #include "engine/work_signal.h"
 
@@ -81,7 +82,7 @@ class Engine {
   // Ops submitted from now on fail at once with `why`.
   void abandon(const Status& why);
   // False once the engine stopped, here or because another rank shut down.
-  bool running() const { return running_; }
+  bool running() const { return life_.running(); }
   // Ops submitted on this rank and not yet done. Any thread.
   size_t in_flight() { return queue_.in_flight() + executor_.running_any_thread(); }
 
@@ -157,14 +158,7 @@ class Engine {
   std::unique_ptr<Timeline> timeline_;
   bool mark_cycles_ = false;
   std::atomic<bool> stamps_{false};
-  // A timeline handed over to the engine thread, and the handovers asked for and done; the condition
-  // also tells stop() that the thread has ended or was abandoned.
-  std::mutex timeline_mu_;
-  std::condition_variable timeline_cv_;
-  std::unique_ptr<Timeline> next_timeline_;
-  bool next_mark_cycles_ = false;
-  // Atomic so that a cycle sees no handover without taking timeline_mu_ (written under it).
-  std::atomic<uint64_t> timeline_asked_{0}, timeline_done_{0};
+  TimelineHandover timeline_handover_;
   HandleTable* handles_;
   // Fired by device work as it ends; wakes this engine's queue (and a driving caller) so that
   // completions are polled when there is one to find, not in naps.
@@ -186,11 +180,7 @@ class Engine {
     bool joined = false;
   };
   std::unique_ptr<Handed> handed_;
-  std::atomic<bool> ended_{false};  // a cycle ended the engine (run_cycle false): its thread stops
-  std::atomic<bool> running_{false};
-  std::atomic<bool> stop_requested_{false};
-  std::atomic<bool> abandoned_{false};
-  Status abandoned_why_;  // under timeline_mu_
+  EngineLife life_;
 };
 
 }  // namespace kolo

@@ -12,7 +12,7 @@ namespace kolo {
 Engine::Express Engine::express(const Request& request, const TensorView& input, const TensorView& output,
                                 const DoneCallback& on_done, Status* status, int64_t* handle) {
   // Read without a lock first: most calls that cannot take it leave here.
-  if (!config_.caller_drives || CycleTurns::in_cycle() || ended_ || abandoned_ || stop_requested_ ||
+  if (!config_.caller_drives || CycleTurns::in_cycle() || life_.over() ||
       stamps_submissions() || controller_.cache().capacity() == 0 ||
       !may_ride(request, static_cast<size_t>(config_.small_op_bytes)) || executor_.running_any_thread() > 0) {
     return Express::kNotTaken;
@@ -22,7 +22,7 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
   turns_.claim();
   std::unique_lock<std::mutex> lock(turns_.lock());
   switch_timeline();
-  if (ended_ || abandoned_ || handed_ != nullptr || executor_.running() > 0 || timeline_ != nullptr) {
+  if (life_.ended() || life_.abandoned() || handed_ != nullptr || executor_.running() > 0 || timeline_ != nullptr) {
     lock.unlock();
     queue_.unreserve();
     turns_.unclaim();
@@ -44,7 +44,7 @@ Engine::Express Engine::express(const Request& request, const TensorView& input,
       const void* data;
     } ours{&request.name, input.data};
     // (Two pointers captured: the RiderLoader holds them without allocating.)
-    const Status s = controller_.cycle(submitted_.data(), taken + 1, stop_requested_, &cycle_result_,
+    const Status s = controller_.cycle(submitted_.data(), taken + 1, life_.stop_asked(), &cycle_result_,
                                        [this, &ours](uint32_t position, const Response& r, std::string* rider) {
                                          if (r.name == *ours.name) {
                                            load_rider(position, r, ours.data, rider);

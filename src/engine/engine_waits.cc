@@ -56,7 +56,7 @@ void Engine::spin_on_launched_work(uint64_t seen) {
   constexpr double kSpinSeconds = 50e-6;
   const double until = steady_seconds() + kSpinSeconds;
   const size_t in_flight = queue_.in_flight();
-  while (steady_seconds() < until && queue_.in_flight() <= in_flight && !stop_requested_) {
+  while (steady_seconds() < until && queue_.in_flight() <= in_flight && !life_.stop_asked()) {
     if (executor_.running_any_thread() == 0) return;  // ended meanwhile (a caller's cycle polled it)
     const bool signalled = executor_.signals_every_end();
     if (!signalled || work_signal_->fired() != seen) {
@@ -74,7 +74,7 @@ void Engine::watch_for_next_op() {
   // yields meanwhile, so that the caller's thread runs where they share a core.
   constexpr double kWatchSeconds = 50e-6;
   const double until = steady_seconds() + kWatchSeconds;
-  while (queue_.in_flight() == 0 && !turns_.claimed() && !stop_requested_ && steady_seconds() < until) {
+  while (queue_.in_flight() == 0 && !turns_.claimed() && !life_.stop_asked() && steady_seconds() < until) {
     std::this_thread::yield();
   }
 }
@@ -91,7 +91,7 @@ void Engine::hold_while_device_is_full() {
   const double until = steady_seconds() + kMostSeconds;
   double nap = kFirstNap;
   uint64_t seen = work_signal_->fired();
-  while (executor_.running_any_thread() >= full && !stop_requested_ && steady_seconds() < until) {
+  while (executor_.running_any_thread() >= full && !life_.stop_asked() && steady_seconds() < until) {
     // New ops do not end this wait (they are what it lets gather), so it waits on the signal itself.
     seen = work_signal_->wait_past(seen, device_wait(nap, until));
     nap = poll_device_work(nap);
@@ -108,7 +108,7 @@ bool Engine::wait_for_launched_work(int64_t handle) {
   constexpr double kSpinSeconds = 50e-6, kMostSeconds = 0.01;
   const double start = steady_seconds(), until = start + kMostSeconds;
   uint64_t seen = work_signal_->fired();
-  while (!ended_ && !abandoned_ && !stop_requested_ && !handles_->poll(handle).has_value()) {
+  while (!life_.over() && !handles_->poll(handle).has_value()) {
     bool polled = false;
     {
       std::unique_lock<std::mutex> lock(turns_.lock(), std::try_to_lock);
