@@ -3,7 +3,8 @@
 //
 // The file is "[" followed by events separated by ",": the closing "]" is written at shutdown,
 // and the trace format allows it to be missing, so a job that dies still leaves a readable trace.
-// Buffered writes are flushed at least every 100 ms for the same reason.
+// For the same reason, events are kept whole until written (at least every 100 ms, as cycles go, or per MiB),
+// and each write is a run of whole events: a rank killed at any moment leaves a trace that parses.
 #pragma once
 
 #include <cstdio>
@@ -41,10 +42,17 @@ class Timeline {
  private:
   Timeline(std::FILE* file, double origin) : file_(file), origin_(origin) {}
   int row_of(const std::string& tensor);
-  void begin_event();
+  // Appends one event (printf's format and arguments) to the events not yet written, after its separator.
+  void add_event(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  // Writes the events not yet written, whole, in one write.
+  void write_pending();
   long long micros(double t) const;
 
+  // Events are written when flush_if_due finds it due, or once this many bytes are pending.
+  static constexpr size_t kMostPendingBytes = 1 << 20;
+
   std::FILE* file_;
+  std::string pending_;  // whole events, from a separator to the end of an event
   double origin_;
   double last_flush_ = 0.0;
   bool first_event_ = true;

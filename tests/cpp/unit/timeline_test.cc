@@ -55,6 +55,24 @@ TEST(Timeline, AnUnclosedTraceIsAnArrayMissingOnlyItsEnd) {
   std::remove(path.c_str());
 }
 
+TEST(Timeline, TheFileHoldsOnlyWholeEventsWhenTheyAreWrittenBeforeAFlush) {
+  const std::string path = temp_path("kolo_timeline_whole.json");
+  std::unique_ptr<Timeline> t;
+  ASSERT_TRUE(Timeline::open(path, 0, &t, 0.0).ok());
+  t->span("a", "QUEUE", 0.0, 1.0);
+  EXPECT_EQ(read_file(path), "[\n");  // not due yet: kept
+  // Past a MiB of events, they are written without a flush, and only whole: as a rank killed then would leave it.
+  const std::string args = "{\"pad\":" + Timeline::json_string(std::string(1000, 'x')) + "}";
+  for (int i = 0; i < 1100; ++i) t->span("a", "COLLECTIVE", 0.0, 1.0, args);
+  const std::string text = read_file(path);
+  EXPECT_GT(text.size(), size_t{1} << 20);
+  EXPECT_EQ(text.back(), '}');
+  EXPECT_TRUE(testing::JsonCheck::valid(text + "\n]"));
+  t->close();
+  EXPECT_TRUE(testing::JsonCheck::valid(read_file(path)));
+  std::remove(path.c_str());
+}
+
 TEST(Timeline, OnlyRankZeroWritesUnlessThePathNamesTheRank) {
   std::unique_ptr<Timeline> t;
   ASSERT_TRUE(Timeline::open(temp_path("kolo_tl.json"), 3, &t).ok());
