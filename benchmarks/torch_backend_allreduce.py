@@ -29,7 +29,9 @@ rank, size = dist.get_rank(), dist.get_world_size()
 
 
 def ops_for(nbytes):
-    return max(6, int(args.scale * min(2000, (256 << 20) // max(nbytes, 1 << 12) // 4)))
+    # 1 GiB of each path's ops per size, at most 2000: at 1 MiB a thousand ops, whose time the machine's spread
+    # swamps in fewer (kolo's op takes 50-100 us there).
+    return max(6, int(args.scale * min(2000, (1 << 30) // max(nbytes, 1 << 12))))
 
 
 def timed(step):
@@ -52,7 +54,7 @@ rows = []
 for nbytes in SIZES:
     tensor = torch.ones(nbytes // 4)
     n = ops_for(nbytes)
-    block = max(1, n // 10)
+    block = max(1, n // 20)
     times = {name: [] for name in CALLS}
     # Warm-up: each path's first ops (connections, buffers), as many as the backend has names for its ops, so
     # that each name is cached with this size: the steady state of a loop whose ops recur each step.
