@@ -9,7 +9,7 @@ import torch.distributed as dist
 from kolo.torch import KoloError
 import random
 
-from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK, FIRST_WINDOW, SLOTS, period
+from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK, FIRST_WINDOW, SLOTS, WINDOW, period
 
 
 def test_more_ops_in_flight_than_there_are_names_give_exact_results(rank, size):
@@ -153,6 +153,52 @@ def test_a_long_period_is_found_at_the_later_checks(rank, size):
         if i + 1 == FIRST_CHECK:
             assert names._slots == SLOTS
     assert names._slots == 97 * (SLOTS // 97)
+    dist.destroy_process_group(group)
+
+
+def _reduce_checked(group, shape, value, rank, size):
+    t = torch.full(shape, float(value + rank))
+    dist.all_reduce(t, group=group)
+    assert t.tolist() == [float(value * size + size * (size - 1) // 2)] * t.numel()
+
+
+def test_a_period_in_force_outlives_a_check_whose_window_a_few_other_ops_break(rank, size):
+    # 9 ops a step, found at the first check (414 names); two other ops (an evaluation's metrics) within the second
+    # check's window: that check finds no period, keeps the 414 names, and checks again one window later, which
+    # finds 9 again. Each op's values its own.
+    group = dist.new_group(backend="kolo")
+    names = group.names
+    second = FIRST_CHECK + CHECK_EVERY
+    ops = 0
+    while ops < second + WINDOW + 9:
+        if ops == second - WINDOW // 2:
+            for j in range(2):
+                _reduce_checked(group, (50 + j,), ops, rank, size)
+                ops += 1
+        for i in range(9):
+            _reduce_checked(group, (i + 1,), ops, rank, size)
+            ops += 1
+            if ops == FIRST_CHECK + 1:
+                assert names._slots == 9 * (SLOTS // 9)
+            if ops == second:
+                assert names._slots == 9 * (SLOTS // 9) and names._check_at == second + WINDOW
+    assert names._slots == 9 * (SLOTS // 9) and names._check_at == second + WINDOW + CHECK_EVERY
+    dist.destroy_process_group(group)
+
+
+def test_a_period_ends_at_the_second_check_in_a_row_without_it(rank, size):
+    # 9 ops a step, then ops of no period (the same drawn shapes on every rank): the second check keeps the 414
+    # names, the one a window later returns to SLOTS.
+    group = dist.new_group(backend="kolo")
+    names = group.names
+    second = FIRST_CHECK + CHECK_EVERY
+    draw = random.Random(7)
+    for ops in range(second + WINDOW):
+        shape = (ops % 9 + 1,) if ops < FIRST_CHECK + 9 * 20 else (draw.randrange(1, 200),)
+        _reduce_checked(group, shape, ops, rank, size)
+        if ops + 1 == second:
+            assert names._slots == 9 * (SLOTS // 9) and names._check_at == second + WINDOW
+    assert names._slots == SLOTS and names._check_at == second + WINDOW + CHECK_EVERY
     dist.destroy_process_group(group)
 
 

@@ -13,7 +13,9 @@ gathers and reductions of FSDP over a deep model, hundreds of ops) is found: eve
 before a check (at op FIRST_CHECK, then every CHECK_EVERY ops), finds their period, and the ranks compare theirs with
 a small allreduce at that same op; where they all found the same one, the names from that op on recur every
 multiple of the names a period takes (a coalesced op takes one per tensor) that fits in SLOTS. A rank whose ops
-differ finds another period or none, and nothing changes. A slot's name is free again only once its last op has
+differ finds another period or none, and nothing changes. A check that finds none while a period is in force (an
+evaluation's few ops within its window, say) keeps it, and the next check comes one window later: a second check
+without it ends it, and one that finds a new one switches. A slot's name is free again only once its last op has
 ended on this rank: taking it waits.
 """
 import threading
@@ -61,6 +63,7 @@ class OpNames:
         self._check_at = FIRST_CHECK
         self._noting_from = FIRST_CHECK - FIRST_WINDOW  # the ops after this one are noted for the check
         self._noted = []  # their signatures
+        self._missed = False  # the last check found no period while one was in force, and kept it
 
     def _names(self):
         # torch names its groups alike on every rank ("0" the default group's) once it has made them, before
@@ -85,12 +88,19 @@ class OpNames:
         allreduce_(seen, op=Max, name=self._period_name, process_set=self._group.process_set)
         same = seen.tolist() == [ops, -ops, names, -names]
         agreed = names if same and 0 < names <= SLOTS else 0  # the names a period takes
-        slots = SLOTS if agreed == 0 or SLOTS % agreed == 0 else agreed * (SLOTS // agreed)
         self._noted = []
-        self._check_at += CHECK_EVERY
+        if agreed == 0 and self._slots != SLOTS and not self._missed:
+            # (Every rank takes the same branch: `same` holds on all ranks or on none, and the state before it is the
+            # same on all.)
+            self._missed = True
+            self._check_at += WINDOW
+        else:
+            self._missed = False
+            slots = SLOTS if agreed == 0 or SLOTS % agreed == 0 else agreed * (SLOTS // agreed)
+            self._check_at += CHECK_EVERY
+            if slots != self._slots:
+                self._slots, self._next = slots, 0
         self._noting_from = self._check_at - WINDOW
-        if slots != self._slots:
-            self._slots, self._next = slots, 0
 
     def take(self, count, sample):
         """The names of the group's next `count` ops (`sample`: a tensor of the op's, for its signature); waits for
