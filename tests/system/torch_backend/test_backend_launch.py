@@ -56,6 +56,14 @@ def test_an_unchanged_ddp_program_trains_to_one_process_weights(tmp_path, name, 
     assert_one_process_weights(out)
 
 
+def test_a_program_that_leaves_while_a_futures_callback_runs_ends_as_usual():
+    # Before, the completion thread was stopped inside torch's future at the interpreter's exit: an abort (134).
+    job = subprocess.run([KOLORUN, "--gloo", "-np", "2", sys.executable, str(HERE / "exit_during_callback.py")],
+                         capture_output=True, text=True, timeout=120, env=clean_env(**ROOT_OK))
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    assert sorted(re.findall(r"rank (\d) callback done: \[2.0, 2.0\]", job.stdout)) == ["0", "1"]
+
+
 @pytest.mark.parametrize("fate", ["kill", "freeze"])
 def test_a_lost_rank_ends_the_others_ddp_step_naming_it(tmp_path, fate):
     start = time.monotonic()

@@ -3,6 +3,7 @@
 An op's result is made once, by whichever thread gets there first: the caller's wait(), or, for an op whose
 future was asked for, the completion thread (nobody else would complete a future that torch waits on in C++).
 """
+import atexit
 import queue
 import threading
 
@@ -96,7 +97,13 @@ def done_work(result, devices=None):
 
 
 class _Completions:
-    """One thread that completes, in order, the ops whose future someone holds."""
+    """One thread that completes, in order, the ops whose future someone holds.
+
+    At the interpreter's exit it ends what it has begun and stops, before Python stops its daemon threads: stopped
+    inside a future's completion (torch's C++, which takes the GIL back to run the callbacks chained on it) it would
+    abort the process, as a script that leaves with a future's callback running did."""
+
+    STOP_SECONDS = 10.0  # at most, for the ops queued before the exit (each ends, or fails on a lost peer)
 
     def __init__(self):
         self._queue = queue.SimpleQueue()
@@ -108,11 +115,22 @@ class _Completions:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="kolo-torch-futures", daemon=True)
                 self._thread.start()
+                atexit.register(self._stop)
         self._queue.put(work)
 
     def _run(self):
         while True:
-            self._queue.get()._complete()
+            work = self._queue.get()
+            if work is None:
+                return
+            work._complete()
+
+    def _stop(self):
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(self.STOP_SECONDS)
 
 
 _completions = _Completions()
