@@ -24,15 +24,15 @@ while ops < second + CHECK_EVERY - 20:
         for j in range(2):
             dist.all_reduce(torch.ones(50 + j), group=broken)
         ops += 2  # (the broken group's count; the steady group's is 2 behind)
+    counted = ops > second + 9  # a step after the check's
     for name, group in (("broken", broken), ("steady", steady)):
         start = time.perf_counter()
         for t in tensors:
             dist.all_reduce(t, group=group)
-        if ops > second + 9:
+        if counted:
             spent[name] += time.perf_counter() - start
     ops += 9
-    if ops > second + 18:
-        timed += 9
+    timed += 9 if counted else 0
 if dist.get_rank() == 0:
     b, s = spent["broken"] / timed * 1e6, spent["steady"] / timed * 1e6
     print("torch %s, %d ranks, a 9-op loop; us per op over the %d ops after the check: broken once %.1f, steady %.1f, "
