@@ -38,9 +38,22 @@ command -v ip >/dev/null 2>&1 || skip "iproute2's ip is not installed (apt-get i
 command -v unshare >/dev/null 2>&1 || skip "unshare (util-linux) is not installed"
 if [ -n "$rate$delay" ] && ! command -v tc >/dev/null 2>&1; then skip "tc (iproute2) is not installed"; fi
 
-# Names and addresses unique to this run, so runs side by side do not collide. Only addresses of the
-# namespaces made here are ever used.
-id=$(( $$ % 200 + 20 ))
+# Names and addresses unique to this run: an id (20-219) whose names no run holds, whether alive beside this
+# one or dead and left behind (a run killed by SIGKILL tears nothing down). Creating the bridge claims the id,
+# atomically against a run beside; a collision moves on to the next. CLUSTER_FIRST_ID sets the first id tried
+# (for tests); by default it comes from the PID.
+taken() {  # ID: whether a link, namespace or address of that id exists
+  ip -o link show 2>/dev/null | grep -Eq "^[0-9]+: kc$1(br|v[0-9]+)[@:]" ||
+    ip netns list 2>/dev/null | grep -Eq "^kc$1-[0-9]+( |\$)" ||
+    ip -4 -o addr show 2>/dev/null | grep -q " 10\.231\.$1\."
+}
+id=""
+first=${CLUSTER_FIRST_ID:-$(( $$ % 200 + 20 ))}
+for try in $(seq 0 199); do
+  candidate=$(( (first - 20 + try) % 200 + 20 ))
+  if ! taken "$candidate" && ip link add "kc${candidate}br" type bridge 2>/dev/null; then id=$candidate; break; fi
+done
+[ -n "$id" ] || { echo "cluster.sh: every id (20-219) is taken by a cluster running or left behind (ip link; ip netns)" >&2; exit 1; }
 prefix="kc$id"
 bridge="${prefix}br"
 subnet="10.231.$id.0/24"
@@ -72,7 +85,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-ip link add "$bridge" type bridge
 ip addr add "10.231.$id.254/24" dev "$bridge"
 ip link set "$bridge" up
 # Where the host's firewall drops forwarded packets (a Docker engine sets FORWARD's policy to DROP, and bridged

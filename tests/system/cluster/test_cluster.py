@@ -313,3 +313,20 @@ def test_cluster_is_torn_down_after_a_failing_command():
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(n in listed for n in names)
     assert not any(n in open("/etc/hosts").read() for n in names)
+
+
+def test_a_cluster_passes_over_the_names_a_killed_run_left_behind():
+    # What a run killed by SIGKILL leaves (a bridge, a namespace) holds its id; the next run that draws that id
+    # takes the next free one, and leaves the remains alone. CI once failed on such a collision.
+    left = 117
+    subprocess.run(["ip", "link", "add", "kc%dbr" % left, "type", "bridge"], check=True)
+    subprocess.run(["ip", "netns", "add", "kc%d-1" % (left + 1)], check=True)
+    try:
+        job = on_cluster("echo $CLUSTER_HOSTS $CLUSTER_SUBNET", env=dict(os.environ, CLUSTER_FIRST_ID=str(left)))
+        assert job.returncode == 0, job.stderr
+        assert job.stdout.split() == ["kc%d-1,kc%d-2" % (left + 2, left + 2), "10.231.%d.0/24" % (left + 2)]
+        assert "kc%dbr" % left in subprocess.run(["ip", "link", "show"], capture_output=True, text=True).stdout
+        assert "kc%d-1" % (left + 1) in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run(["ip", "link", "del", "kc%dbr" % left])
+        subprocess.run(["ip", "netns", "del", "kc%d-1" % (left + 1)])
