@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from emulated_hosts import on_hosts
 from processes import running
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 BUILD = Path(os.environ.get("KOLO_BUILD_DIR", ROOT / "build")).resolve()
-CLUSTER = str(HERE / "cluster.sh")
 
 if os.geteuid() != 0:
     pytest.skip("emulated hosts need root (network namespaces)", allow_module_level=True)
@@ -30,11 +30,7 @@ HOSTS = '"$(echo $CLUSTER_HOSTS | sed "s/,/:2,/g"):2"'
 
 def on_cluster(shell_command, timeout=300, env=None, hosts=2):
     """Runs a shell command with the cluster up (its variables set), then tears the cluster down."""
-    job = subprocess.run([CLUSTER, "--hosts", str(hosts), "--", "sh", "-c", shell_command], capture_output=True,
-                         text=True, timeout=timeout, env=env or os.environ.copy())
-    if job.returncode == 77:
-        pytest.skip(job.stderr.strip())
-    return job
+    return on_hosts(["sh", "-c", shell_command], hosts, timeout, env)
 
 
 def test_every_collective_is_exact_across_hosts_flat_and_hierarchical():
@@ -330,3 +326,29 @@ def test_a_cluster_passes_over_the_names_a_killed_run_left_behind():
     finally:
         subprocess.run(["ip", "link", "del", "kc%dbr" % left])
         subprocess.run(["ip", "netns", "del", "kc%d-1" % (left + 1)])
+
+
+def sleepers(seconds):
+    """The pids of `sleep SECONDS` processes on this machine."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if cmdline.read_bytes() == b"sleep\0%d\0" % seconds:
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_command_past_its_timeout_is_ended_with_its_hosts_torn_down():
+    # A test's timeout ends the run with SIGTERM, which cluster.sh traps, not with subprocess.run's SIGKILL, which
+    # left the namespaces and every process on the hosts behind.
+    with pytest.raises(subprocess.TimeoutExpired) as late:
+        on_hosts(["sh", "-c", 'echo "$CLUSTER_HOSTS"; $CLUSTER_AGENT "${CLUSTER_HOSTS%%,*}" sleep 3171 & sleep 3171'],
+                 hosts=2, timeout=5)
+    names = late.value.output.strip().split(",")
+    assert len(names) == 2, late.value.output
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(n in listed for n in names)
+    assert not any(n in open("/etc/hosts").read() for n in names)
+    assert [pid for pid in sleepers(3171) if running(pid)] == []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from emulated_hosts import on_hosts
 from processes import running
 
 HERE = Path(__file__).resolve().parent
@@ -32,27 +33,14 @@ if not (BUILD / "python" / "kolo").exists():
 def on_slurm(shell_command, timeout, env=None, cpus=2):
     """Runs a shell command on this machine with Slurm up on 2 emulated hosts of `cpus` CPUs each, then tears
     both down.
-    Past `timeout` the whole run gets SIGTERM, on which the scripts stop Slurm and the hosts (and SIGKILL
-    60 s later). Returns (the finished process, whether it timed out)."""
-    job = subprocess.Popen([str(HERE / "cluster.sh"), "--hosts", "2", "--", str(HERE / "slurm.sh"), "--cpus", str(cpus), "--", "sh", "-c",
-                            shell_command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=dict(os.environ, PYTHONPATH=str(BUILD / "python"), OMPI_MCA_opal_signal="",
-                                    **(env or {})),
-                           start_new_session=True)
+    Past `timeout` the scripts stop Slurm and the hosts (emulated_hosts.on_hosts). Returns (the finished process,
+    whether it timed out)."""
+    command = [HERE / "slurm.sh", "--cpus", cpus, "--", "sh", "-c", shell_command]
     try:
-        out, err = job.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(job.pid, signal.SIGTERM)
-        try:
-            out, err = job.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(job.pid, signal.SIGKILL)
-            out, err = job.communicate()
-        timed_out = True
-    if job.returncode == 77:
-        pytest.skip(err.strip().splitlines()[-1])
-    return subprocess.CompletedProcess(job.args, job.returncode, out, err), timed_out
+        return on_hosts(command, 2, timeout, dict(os.environ, PYTHONPATH=str(BUILD / "python"), OMPI_MCA_opal_signal="",
+                                                  **(env or {}))), False
+    except subprocess.TimeoutExpired as late:
+        return subprocess.CompletedProcess(late.cmd, -signal.SIGTERM, late.output or "", late.stderr or ""), True
 
 
 def left_behind(work_dir):

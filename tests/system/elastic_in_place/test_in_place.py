@@ -9,7 +9,6 @@ test_in_place_frameworks.py.
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,8 +16,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
+from emulated_hosts import on_hosts  # noqa: E402
 from in_place_job import (  # noqa: E402
-    BUILD, HERE, MPI_ONLY, MPIRUN, NEEDS_ULFM_BUILD, RUNNER, ULFM, WORLD_FLAGS, check_in_place, digits, end_job, finish, job_env, kill_frozen, launch, pids, running, seconds_to_recover, start_job, start_kolorun_job)
+    BUILD, MPI_ONLY, MPIRUN, NEEDS_ULFM_BUILD, RUNNER, ULFM, WORLD_FLAGS, check_in_place, digits, end_job, finish, job_env, kill_frozen, launch, pids, running, seconds_to_recover, start_job, start_kolorun_job)
 
 pytestmark = NEEDS_ULFM_BUILD
 
@@ -140,10 +141,7 @@ def test_in_place_across_emulated_hosts(tmp_path, hosts, slots, event):
     env = job_env(PYTHONPATH=str(BUILD / "python"), KOLO_MPIRUN=MPIRUN, KOLO_PEER_TIMEOUT_SECONDS="3",
                   ELASTIC_TEST_EVENT="0:%d:10:%s" % (ranks - 1, event), ELASTIC_TEST_HOSTS_AFTER="none:1",
                   ELASTIC_TEST_HOSTS_FILE=str(tmp_path / "hosts"))
-    job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", str(hosts), "--", "sh", "-c",
-                          command], capture_output=True, text=True, env=env, timeout=240)
-    if job.returncode == 77:
-        pytest.skip(job.stderr.strip().splitlines()[-1])
+    job = on_hosts(["sh", "-c", command], hosts, 240, env)
     text = job.stdout + job.stderr
     assert job.returncode == 0, text[-4000:]
     check_in_place(text, out, ranks)

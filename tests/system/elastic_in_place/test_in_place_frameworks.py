@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
+from emulated_hosts import on_hosts  # noqa: E402
 from in_place_job import (  # noqa: E402
     BUILD, GLOO, HERE, MPIRUN, NEEDS_ULFM_BUILD, WORLD_FLAGS, finish, job_env, kill_frozen, launch, pids, plain_launch, running)
 
@@ -208,11 +210,7 @@ def test_the_gpu_path_shrinks_across_emulated_hosts(tmp_path, hosts, slots, made
                '-x KOLO_HIERARCHICAL_ALLREDUCE {program} 10 4'
                .format(slots=slots, ranks=hosts * slots, kolorun=BUILD / "bin" / "kolorun", world=" ".join(WORLD_FLAGS),
                        program=DEVICE_IN_PLACE))
-    job = subprocess.run(["sh", str(HERE.parent / "cluster" / "cluster.sh"), "--hosts", str(hosts), "--", "sh", "-c",
-                          command], capture_output=True, text=True, timeout=240,
-                         env=job_env(KOLO_MPIRUN=MPIRUN, KOLO_HIERARCHICAL_ALLREDUCE="1"))
-    if job.returncode == 77:
-        pytest.skip(job.stderr.strip().splitlines()[-1])
+    job = on_hosts(["sh", "-c", command], hosts, 240, job_env(KOLO_MPIRUN=MPIRUN, KOLO_HIERARCHICAL_ALLREDUCE="1"))
     text = job.stdout + job.stderr
     assert job.returncode == 0, text[-4000:]
     check_device_in_place(text, hosts * slots, made, shrunk, broken=True)

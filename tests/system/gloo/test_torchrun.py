@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from gloo_jobs import BUILD, HERE, ROOT, clean_env, run_program
+from gloo_jobs import BUILD, HERE, clean_env, run_program
 
 torch = pytest.importorskip("torch", reason="torch is not installed in this Python (%s)" % sys.executable)
 if int(torch.__version__.split(".")[0]) < 2:
@@ -20,6 +20,8 @@ if int(torch.__version__.split(".")[0]) < 2:
                 allow_module_level=True)
 pytest.importorskip("sklearn", reason="the program trains on scikit-learn's digits")
 sys.path.insert(0, str(HERE.parent / "elastic"))
+sys.path.insert(0, str(HERE.parent / "cluster"))
+from emulated_hosts import on_hosts  # noqa: E402
 from test_elastic import assert_same_weights, final_word, reference  # noqa: E402
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
@@ -74,10 +76,7 @@ def test_torchrun_on_two_emulated_hosts_meets_through_its_c10d_rendezvous(tmp_pa
                + (agent % ("$first", tmp_path, BUILD / "python", sys.executable, "$first", program)) + " & a=$!; "
                + (agent % ("$second", tmp_path, BUILD / "python", sys.executable, "$first", program)) + "; b=$?; "
                "wait $a; exit $(( $? | b ))")
-    job = subprocess.run([str(ROOT / "tests" / "system" / "cluster" / "cluster.sh"), "--hosts", "2", "--", "sh", "-c",
-                          command], capture_output=True, text=True, timeout=600, env=clean_env())
-    if job.returncode == 77:
-        pytest.skip(job.stderr.strip())
+    job = on_hosts(["sh", "-c", command], 2, 600, clean_env())
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     weights, _ = reference([(None, 4)])
     assert_same_weights(out, weights)
