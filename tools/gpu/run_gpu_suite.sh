@@ -3,7 +3,8 @@
 # that needs the GPU, in one command:
 #   - ctest's `gpu` label: the GPU suite (every collective, every dtype, exact against the CPU path;
 #     ready events, wait_on_stream, the timeline, errors) at 1, 2 and 3 ranks on CUDA + NCCL, the
-#     batched copy kernel against its CPU arithmetic, kolo.torch and kolo.jax on CUDA tensors;
+#     batched copy kernel against its CPU arithmetic, kolo.torch, kolo.jax and the torch.distributed
+#     backend (its CPU suite with CUDA as torch's default device) on CUDA tensors;
 #   - compute-sanitizer (memcheck, racecheck, synccheck) over the kernel tests, and memcheck over a
 #     2-rank GPU suite run;
 #   - the digits example on 2 ranks on the GPU.

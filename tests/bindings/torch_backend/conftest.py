@@ -3,7 +3,14 @@ world on the kolo backend (init_process_group("kolo") with no MASTER_ADDR: kolo 
 store is).
 
     mpirun -np 2 .venv-torch2/bin/python -m pytest tests/bindings/torch_backend     (tests/torch2.sh: 2 and 3 ranks)
+
+KOLO_TEST_DEVICE=cuda runs the same tests on CUDA tensors (ctest torch_backend_cuda_np2, label gpu): each rank pins
+GPU local_rank % GPUs and makes it torch's default device, so every tensor the tests make is a CUDA tensor. Where
+ranks outnumber GPUs each claims a host of its own for NCCL (NCCL_HOSTID), as tests/bindings/cuda/torch does.
+Without a GPU every test skips, saying why.
 """
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -14,8 +21,21 @@ import torch.distributed as dist  # noqa: E402
 
 import kolo.torch  # noqa: E402,F401 (registers the backend)
 
+ON_CUDA = os.environ.get("KOLO_TEST_DEVICE", "cpu") == "cuda"
+NO_GPU = ON_CUDA and not torch.cuda.is_available()
+
 
 def pytest_configure(config):
+    if NO_GPU:
+        return
+    if ON_CUDA:
+        local_rank = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+        local_size = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "1"))
+        if local_size > torch.cuda.device_count() and "NCCL_HOSTID" not in os.environ:
+            os.environ["NCCL_HOSTID"] = "kolo-test-%s" % os.environ.get("OMPI_COMM_WORLD_RANK", "0")
+            os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        torch.set_default_device("cuda")
     dist.init_process_group("kolo")
     if dist.get_rank() != 0:
         config.option.verbose = -1
@@ -23,8 +43,17 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if NO_GPU:
+        return
     dist.destroy_process_group()
     kolo.torch.shutdown()
+
+
+def pytest_collection_modifyitems(config, items):
+    if NO_GPU:
+        skip = pytest.mark.skip(reason="KOLO_TEST_DEVICE=cuda, and no GPU usable by torch here")
+        for item in items:
+            item.add_marker(skip)
 
 
 @pytest.fixture

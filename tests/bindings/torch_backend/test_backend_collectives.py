@@ -207,3 +207,26 @@ def test_new_group_and_new_subgroups(rank, size):
     t = torch.ones(1)
     dist.all_reduce(t)  # the world goes on after the groups' ops
     assert t.item() == float(size)
+
+
+
+def test_torchs_default_device_leaves_kolos_own_tensors_on_the_cpu(rank, size):
+    # torch.set_default_device("cuda") is common in model code; kolo's own tensors (the names' period check, the
+    # splits an alltoall received) stay on the CPU whatever it is. "meta" stands in for it here, on any machine: an op
+    # on a meta tensor fails, and a meta tensor holds no values.
+    import kolo.torch as kolo
+    from kolo.torch.backend._names import CHECK_EVERY, FIRST_CHECK
+    group = dist.new_group(backend="kolo")
+    sample = torch.ones(1, device="cpu")
+    before = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        for _ in range(FIRST_CHECK):  # the names of the group's ops, to its first period check (an allreduce)
+            group.names.take_one(sample)
+        _, received = kolo.alltoall(torch.full(((rank + 1) * size,), float(rank), device="cpu"),
+                                    splits=[rank + 1] * size)
+    finally:
+        torch.set_default_device(before)
+    assert group.names._check_at == FIRST_CHECK + CHECK_EVERY  # the check ran
+    assert received.device.type == "cpu" and received.tolist() == [r + 1 for r in range(size)]
+    dist.destroy_process_group(group)

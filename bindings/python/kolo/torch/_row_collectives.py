@@ -45,7 +45,7 @@ class _Allgather(torch.autograd.Function):
     def backward(ctx, grad_output):
         ps = ctx.process_set
         grad = synchronize(allreduce_async(grad_output.contiguous(), op=Average, process_set=ps))
-        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ps))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64, device="cpu"), process_set=ps))
         offset = int(rows[:_set_rank(ps)].sum().item())
         return grad.narrow(0, offset, ctx.rows), None, None
 
@@ -73,7 +73,7 @@ class _GroupedAllgather(torch.autograd.Function):
     def backward(ctx, *grads):
         ps = ctx.process_set
         summed = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Average, process_set=ps))
-        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ps))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64, device="cpu"), process_set=ps))
         offsets = rows[:_set_rank(ps)].sum(0).tolist()
         return (None, None) + tuple(g.narrow(0, int(o), n) for g, o, n in zip(summed, offsets, ctx.rows))
 
@@ -100,7 +100,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
                                _set_id(process_set, "alltoall of tensor '%s'", name or "(unnamed)"))
 
     def finish(out):
-        received = torch.tensor(out.received_splits, dtype=torch.int32)
+        received = torch.tensor(out.received_splits, dtype=torch.int32, device="cpu")
         return _wrap_output(out, tensor.dtype, tensor.device), received
 
     return _add(handle, (tensor,), finish, tensor)

@@ -16,8 +16,9 @@ def start_round(opt):
     """A round of reductions starts: this rank is one of those still training."""
     if opt._untold:  # the last round was not stepped (a scaler skipped it): the joined ranks go on
         tell(opt, NO_STEP)
-    opt._training = mpi_ops.allreduce_async(torch.ones(1, dtype=torch.int32), name=opt._prefix + "training",
-                                             op=mpi_ops.Sum, process_set=opt._process_set)
+    opt._training = mpi_ops.allreduce_async(torch.ones(1, dtype=torch.int32, device="cpu"),
+                                             name=opt._prefix + "training", op=mpi_ops.Sum,
+                                             process_set=opt._process_set)
 
 
 def end_round(opt):
@@ -31,8 +32,8 @@ def end_round(opt):
 def tell(opt, what, max_norm=0.0, norm_type=0.0):
     """To the ranks that have joined: what this round does next (every rank still training tells the same)."""
     opt._untold = what == CLIP
-    mpi_ops.allreduce(torch.tensor([what, max_norm, norm_type], dtype=torch.float64), name=opt._prefix + "next",
-                      op=mpi_ops.Max, process_set=opt._process_set)
+    mpi_ops.allreduce(torch.tensor([what, max_norm, norm_type], dtype=torch.float64, device="cpu"),
+                      name=opt._prefix + "next", op=mpi_ops.Max, process_set=opt._process_set)
 
 
 def join_steps(opt):
@@ -43,7 +44,7 @@ def join_steps(opt):
     opt._joined = True
     try:
         while True:
-            still = mpi_ops.allreduce(torch.zeros(1, dtype=torch.int32), name=opt._prefix + "training",
+            still = mpi_ops.allreduce(torch.zeros(1, dtype=torch.int32, device="cpu"), name=opt._prefix + "training",
                                       op=mpi_ops.Sum, process_set=opt._process_set)
             if int(still[0]) == 0:
                 return
@@ -52,7 +53,7 @@ def join_steps(opt):
             opt.synchronize()
             while True:
                 what, max_norm, norm_type = mpi_ops.allreduce(
-                    torch.zeros(3, dtype=torch.float64), name=opt._prefix + "next", op=mpi_ops.Max,
+                    torch.zeros(3, dtype=torch.float64, device="cpu"), name=opt._prefix + "next", op=mpi_ops.Max,
                     process_set=opt._process_set).tolist()
                 if what == CLIP:
                     opt.clip_grad_norm_(max_norm, norm_type)

@@ -167,5 +167,5 @@ def all_to_all(group, outputs, inputs, opts):
 def barrier(group, opts):
     group.check_world()
     handle = _handles.add(_C.barrier_async(group.process_set.process_set_id), (), lambda _: None)
-    sample = torch.empty(0)
+    sample = torch.empty(0, device="cpu")  # a barrier has no device: whatever torch's default, no stream to order
     return issue(handle, lambda _: [], sample, opts)

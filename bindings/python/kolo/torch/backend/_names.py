@@ -84,7 +84,7 @@ class OpNames:
         """At the same op on every rank: the names recur with the period all found, if they found the same."""
         ops = period(self._noted, len(self._noted) // 3)
         names = sum(count for count, _, _ in self._noted[len(self._noted) - ops:]) if ops else 0
-        seen = torch.tensor([ops, -ops, names, -names], dtype=torch.int64)
+        seen = torch.tensor([ops, -ops, names, -names], dtype=torch.int64, device="cpu")
         allreduce_(seen, op=Max, name=self._period_name, process_set=self._group.process_set)
         same = seen.tolist() == [ops, -ops, names, -names]
         agreed = names if same and 0 < names <= SLOTS else 0  # the names a period takes
