@@ -5,11 +5,12 @@ store is).
     mpirun -np 2 .venv-torch2/bin/python -m pytest tests/bindings/torch_backend     (tests/torch2.sh: 2 and 3 ranks)
 
 KOLO_TEST_DEVICE=cuda runs the same tests on CUDA tensors (ctest torch_backend_cuda_np2, label gpu): each rank pins
-GPU local_rank % GPUs and makes it torch's default device, so every tensor the tests make is a CUDA tensor. Where
-ranks outnumber GPUs each claims a host of its own for NCCL (NCCL_HOSTID), as tests/bindings/cuda/torch does.
-Without a GPU every test skips, saying why.
+its GPU (tests/bindings/cuda/torch_gpu_rank.py) and makes CUDA torch's default device, so every tensor the tests
+make is a CUDA tensor. Without a GPU every test skips, saying why.
 """
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,12 +30,9 @@ def pytest_configure(config):
     if NO_GPU:
         return
     if ON_CUDA:
-        local_rank = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
-        local_size = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "1"))
-        if local_size > torch.cuda.device_count() and "NCCL_HOSTID" not in os.environ:
-            os.environ["NCCL_HOSTID"] = "kolo-test-%s" % os.environ.get("OMPI_COMM_WORLD_RANK", "0")
-            os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cuda"))
+        from torch_gpu_rank import pin_gpu
+        pin_gpu()
         torch.set_default_device("cuda")
     dist.init_process_group("kolo")
     if dist.get_rank() != 0:
