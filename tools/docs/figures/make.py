@@ -18,7 +18,7 @@ from sources import ROOT  # noqa: E402
 
 # One module per figure, each with NAME (docs/img/NAME.svg) and draw() -> the SVG's text.
 MODULES = ["scaling_measured", "scaling_projected", "overlap", "timeline", "gradient_flow", "hierarchical",
-           "elastic_cycle", "zero_shards", "worlds"]
+           "elastic_cycle", "zero_shards", "worlds", "ddp_on_kolo"]
 OUT = ROOT / "docs" / "img"
 
 
