@@ -17,12 +17,12 @@ CLUSTER_SH = Path(__file__).resolve().parent / "cluster.sh"
 TEARDOWN_SECONDS = 60
 
 
-def on_hosts(command, hosts=2, timeout=300, env=None, cluster_options=()):
+def on_hosts(command, hosts=2, timeout=300, env=None):
     """Runs `command` (a program and its arguments) inside `cluster.sh --hosts HOSTS`, its output captured as text,
     and returns the CompletedProcess. Past `timeout` seconds raises subprocess.TimeoutExpired (with the output so
     far), as subprocess.run does, once the hosts are down. Where this machine cannot emulate hosts (cluster.sh's exit
     77: not root, no iproute2) the test is skipped with cluster.sh's reason."""
-    args = [str(CLUSTER_SH), "--hosts", str(hosts), *cluster_options, "--", *map(str, command)]
+    args = [str(CLUSTER_SH), "--hosts", str(hosts), "--", *map(str, command)]
     job = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env if env is not None else os.environ.copy(), start_new_session=True)
     try:
@@ -41,13 +41,16 @@ def on_hosts(command, hosts=2, timeout=300, env=None, cluster_options=()):
 def _tear_down(job):
     """SIGTERM to the run's process group (cluster.sh's traps tear the hosts down), SIGKILL after a minute; what it
     printed."""
-    for sig, wait in ((signal.SIGTERM, TEARDOWN_SECONDS), (signal.SIGKILL, None)):
-        try:
-            os.killpg(job.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            return job.communicate(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    return "", ""
+    _signal_group(job, signal.SIGTERM)
+    try:
+        return job.communicate(timeout=TEARDOWN_SECONDS)
+    except subprocess.TimeoutExpired:
+        _signal_group(job, signal.SIGKILL)
+        return job.communicate()
+
+
+def _signal_group(job, sig):
+    try:
+        os.killpg(job.pid, sig)
+    except ProcessLookupError:
+        pass

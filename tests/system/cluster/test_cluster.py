@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from emulated_hosts import on_hosts
-from processes import running
+from processes import pids_whose_command_line, running
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -328,18 +328,6 @@ def test_a_cluster_passes_over_the_names_a_killed_run_left_behind():
         subprocess.run(["ip", "netns", "del", "kc%d-1" % (left + 1)])
 
 
-def sleepers(seconds):
-    """The pids of `sleep SECONDS` processes on this machine."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if cmdline.read_bytes() == b"sleep\0%d\0" % seconds:
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            pass
-    return found
-
-
 def test_a_command_past_its_timeout_is_ended_with_its_hosts_torn_down():
     # A test's timeout ends the run with SIGTERM, which cluster.sh traps, not with subprocess.run's SIGKILL, which
     # left the namespaces and every process on the hosts behind.
@@ -351,4 +339,5 @@ def test_a_command_past_its_timeout_is_ended_with_its_hosts_torn_down():
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(n in listed for n in names)
     assert not any(n in open("/etc/hosts").read() for n in names)
-    assert [pid for pid in sleepers(3171) if running(pid)] == []
+    sleepers = pids_whose_command_line(lambda line: line.split(b"\0")[:2] == [b"sleep", b"3171"])
+    assert [pid for pid in sleepers if running(pid)] == []

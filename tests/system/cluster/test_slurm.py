@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from emulated_hosts import on_hosts
-from processes import running
+from processes import pids_whose_command_line, running
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -45,13 +45,7 @@ def on_slurm(shell_command, timeout, env=None, cpus=2):
 
 def left_behind(work_dir):
     """Processes whose command line names the Slurm run's folder (its daemons), and whether the folder is left."""
-    mine = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if work_dir in cmdline.read_bytes().decode(errors="replace"):
-                mine.append(cmdline.parent.name)
-        except OSError:
-            pass
+    mine = pids_whose_command_line(lambda line: work_dir in line.decode(errors="replace"))
     return mine, Path(work_dir).exists()
 
 
